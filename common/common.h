@@ -1,0 +1,80 @@
+/*
+ * common.h: what every egress program shares: the SPEC's reason codes, allocation
+ * wrappers that never return NULL, digests and key files. Trusts nothing it is given.
+ */
+#ifndef EGRESS_COMMON_H
+#define EGRESS_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * The reasons of the SPEC's table, in table order: libegress returns -(1000 + row), so
+ * the numeric values are part of the contract and must never be reordered.
+ */
+enum egress_reason {
+	EGRESS_ALLOWED = 0,
+	EGRESS_NOT_ALLOWLISTED,
+	EGRESS_DENIED_BY_RULE,
+	EGRESS_MALFORMED_REQUEST,
+	EGRESS_BAD_HOST,
+	EGRESS_PRIVATE_ADDRESS,
+	EGRESS_DNS_FAILURE,
+	EGRESS_DNS_TIMEOUT,
+	EGRESS_CONNECT_REFUSED,
+	EGRESS_CONNECT_TIMEOUT,
+	EGRESS_QUOTA_CONNECTIONS,
+	EGRESS_QUOTA_RATE,
+	EGRESS_QUOTA_BYTES,
+	EGRESS_SNI_MISSING,
+	EGRESS_SNI_MISMATCH,
+	EGRESS_SNI_MALFORMED,
+	EGRESS_SNI_ECH,
+	EGRESS_NOT_TLS,
+	EGRESS_UNSUPPORTED,
+	EGRESS_HANDSHAKE_TIMEOUT,
+	EGRESS_PEER_UID,
+	EGRESS_IDLE_TIMEOUT,
+	EGRESS_SHUTDOWN,
+	EGRESS_REASON_COUNT
+};
+
+const char *egress_reason_name(enum egress_reason r);
+/* Returns the reason named s, or -1. */
+int egress_reason_from_name(const char *s);
+
+/* Allocation: abort with a message rather than return NULL. */
+void *xmalloc(size_t n);
+void *xcalloc(size_t nmemb, size_t size);
+void *xreallocarray(void *p, size_t nmemb, size_t size);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+int xasprintf(char **ret, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Digests: "sha256:" + 64 lower-case hex digits, and the same for HMAC-SHA256. */
+#define EGRESS_SHA256_LEN 32
+#define EGRESS_DIGEST_STRLEN (sizeof("hmac-sha256:") - 1 + 64 + 1)
+void egress_sha256(const void *buf, size_t len, uint8_t out[EGRESS_SHA256_LEN]);
+void egress_hmac_sha256(const uint8_t *key, size_t keylen, const void *buf, size_t len,
+    uint8_t out[EGRESS_SHA256_LEN]);
+void egress_hex(const uint8_t *in, size_t len, char *out);
+/* Compares n bytes in constant time; 0 when equal. */
+int egress_timingsafe_bcmp(const void *a, const void *b, size_t n);
+
+/*
+ * Key files hold at least EGRESS_KEY_MIN bytes, used raw; more than EGRESS_KEY_MAX is
+ * refused so that a wrong path (a log, a device) is not silently taken as a key.
+ */
+#define EGRESS_KEY_MIN 32
+#define EGRESS_KEY_MAX 4096
+struct egress_key {
+	uint8_t bytes[EGRESS_KEY_MAX];
+	size_t len;
+};
+/* Returns 0, or -1 with a message in err (size errlen). */
+int egress_key_load(const char *path, struct egress_key *key, char *err, size_t errlen);
+/* Creates path with mode 0600 and 32 random bytes; never overwrites. */
+int egress_key_generate(const char *path, char *err, size_t errlen);
+void egress_key_clear(struct egress_key *key);
+
+#endif

@@ -1,0 +1,12 @@
+/* policy-int.h: what policy.c and seal.c share and nobody else uses. */
+#ifndef EGRESS_POLICY_INT_H
+#define EGRESS_POLICY_INT_H
+
+#include "policy.h"
+
+struct policy *policy_parse_body(const char *file, const uint8_t *buf, size_t len,
+    unsigned first_line, struct policy_diag *d);
+void policy_set_mac_state(struct policy *p, enum policy_mac_state m);
+const char *policy_canonical_ref(const struct policy *p, size_t *len);
+
+#endif

@@ -1,0 +1,196 @@
+/*
+ * policy.h: the library every egress decision goes through.
+ *
+ *  host.c    strict host parsing and canonical form (names, IPv4, IPv6)
+ *  addr.c    addresses, CIDR ranges, classification against the special-purpose table
+ *  policy.c  the policy language: parser, canonical form, matching
+ *  seal.c    digest, HMAC seal and the sealed-file format
+ *
+ * Everything here is a pure function of its inputs (no I/O, no global state except the
+ * special-purpose table built once), bounded, and safe on untrusted bytes.
+ */
+#ifndef EGRESS_POLICY_H
+#define EGRESS_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+
+/* --- host.c --------------------------------------------------------------------- */
+
+#define EGRESS_HOST_MAX 253        /* octets in a name, trailing dot removed */
+#define EGRESS_LABEL_MAX 63        /* octets in a label */
+#define EGRESS_HOST_INPUT_MAX 1024 /* longest input host_parse looks at */
+
+enum host_kind {
+	HOST_NAME = 1,
+	HOST_IPV4,
+	HOST_IPV6,
+};
+
+struct addr {
+	int family;       /* AF_INET or AF_INET6 */
+	uint8_t b[16];    /* network order; IPv4 uses b[0..3] */
+};
+
+struct host {
+	enum host_kind kind;
+	char name[EGRESS_HOST_MAX + 1]; /* canonical text: name, dotted quad, RFC 5952 */
+	struct addr addr;               /* for HOST_IPV4 and HOST_IPV6 */
+};
+
+/*
+ * Parses one host (a policy field, a request target, a SOCKS name) into its canonical
+ * form. IPv6 may be bracketed. Returns 0, or -1 with *why set to a static message; the
+ * caller's reason is then bad-host.
+ */
+int host_parse(const char *s, size_t len, struct host *h, const char **why);
+
+/* --- addr.c --------------------------------------------------------------------- */
+
+struct cidr {
+	struct addr a;
+	unsigned plen;     /* 0..32 or 0..128 */
+};
+
+#define EGRESS_ADDRSTRLEN 46 /* INET6_ADDRSTRLEN */
+
+/* Strict: IPv4 as four decimal octets without leading zeros, IPv6 per RFC 4291. */
+int addr_parse(const char *s, size_t len, struct addr *a);
+/* IPv4 dotted quad or RFC 5952 text. */
+void addr_format(const struct addr *a, char out[EGRESS_ADDRSTRLEN]);
+bool addr_equal(const struct addr *a, const struct addr *b);
+/* "a.b.c.d/n" or "v6/n"; host bits must be zero. Returns 0 or -1 with *why. */
+int cidr_parse(const char *s, size_t len, struct cidr *c, const char **why);
+void cidr_format(const struct cidr *c, char out[EGRESS_ADDRSTRLEN + 4]);
+bool cidr_contains(const struct cidr *c, const struct addr *a);
+
+/* What the special-purpose table says of a range. */
+enum addr_action {
+	ADDR_DENY = 1,   /* refused unless inside a permit-range */
+	ADDR_DECODE,     /* the embedded IPv4 is classified instead */
+};
+
+struct addr_verdict {
+	bool denied;             /* false: global unicast (or decoded to one) */
+	const char *range;       /* deciding range, e.g. "127.0.0.0/8"; NULL when global */
+	const char *name;        /* its registry name, e.g. "Loopback" */
+	bool embedded;           /* an IPv4 was decoded from the IPv6 address */
+	bool decided_by_v4;      /* ... and that IPv4 decided (a decode range or nat64) */
+	struct addr v4;          /* that IPv4 when embedded */
+	char via[EGRESS_ADDRSTRLEN + 4]; /* the IPv6 range it was decoded from */
+};
+
+/*
+ * Classifies a by longest-prefix match against every range of the special-purpose table
+ * (policy/special-purpose-addresses.txt, a copy of the SPEC's shared data). Ranges whose
+ * action is decode (IPv4-mapped, NAT64 64:ff9b::/96, 6to4), and the operator's nat64
+ * prefixes (RFC 6052 lengths; a non-zero u octet is denied), are classified by the IPv4
+ * they carry; so is an ISATAP interface id under an otherwise global prefix. Teredo,
+ * local-use NAT64, IPv4-compatible and IPv4-translated addresses are decoded for the
+ * report but stay denied (the stricter choice the table allows). IPv6 outside 2000::/3
+ * that no range names is denied as reserved. Returns v->denied.
+ */
+bool addr_classify(const struct addr *a, const struct cidr *nat64, size_t nnat64,
+    struct addr_verdict *v);
+/* True when a denied address (or the IPv4 it carries) lies in one of the ranges. */
+bool addr_permitted(const struct addr *a, const struct addr_verdict *v,
+    const struct cidr *permit, size_t npermit);
+/* The table as built from the data file, for tests: returns the number of rows. */
+size_t addr_table(const struct cidr **ranges, const enum addr_action **actions,
+    const char *const **names);
+
+/* --- policy.c ------------------------------------------------------------------- */
+
+#define EGRESS_POLICY_MAX_BYTES (64u << 20) /* largest policy file accepted */
+#define EGRESS_POLICY_MAX_LINE 4096         /* longest line */
+#define EGRESS_POLICY_MAX_RULES 1000000     /* allow + deny lines */
+#define EGRESS_POLICY_MAX_PERMITS 1024      /* permit-range lines */
+#define EGRESS_POLICY_MAX_ERRORS 20         /* errors reported before giving up */
+
+enum sni_mode {
+	SNI_MATCH = 0,
+	SNI_REQUIRED,
+	SNI_OFF,
+};
+
+#define EGRESS_UNLIMITED UINT64_MAX
+
+struct policy_settings {
+	enum sni_mode sni;
+	uint64_t quota_connections;   /* concurrent tunnels */
+	uint64_t quota_rate;          /* new tunnels per second, EGRESS_UNLIMITED */
+	uint64_t quota_bytes;         /* both ways, lifetime, EGRESS_UNLIMITED */
+	uint64_t timeout_connect;     /* seconds */
+	uint64_t timeout_dns;
+	uint64_t timeout_idle;
+	uint64_t timeout_handshake;
+	uint64_t pin_min;             /* seconds */
+	uint64_t pin_max;
+	const struct cidr *permit;    /* permit-range exceptions */
+	size_t npermit;
+};
+
+/* Diagnostics: errors refuse the policy whole, warnings do not. */
+struct policy_diag {
+	char **errors;                /* "file:line:col: message" */
+	size_t nerrors;
+	char **warnings;
+	size_t nwarnings;
+};
+void policy_diag_free(struct policy_diag *d);
+
+struct policy;
+
+/*
+ * Parses a policy, plain or sealed. A sealed file (first line "#!egress-policy 1") must
+ * carry a digest that matches its body, and its body must be in canonical form; with a key
+ * it must carry a MAC made with that key. Without a key a sealed file's MAC is not checked
+ * (policy_mac_state says so). Returns NULL when anything is wrong; d lists why.
+ */
+struct policy *policy_load(const char *file, const uint8_t *buf, size_t len,
+    const struct egress_key *key, struct policy_diag *d);
+void policy_free(struct policy *p);
+
+const struct policy_settings *policy_settings(const struct policy *p);
+size_t policy_rule_count(const struct policy *p);
+
+enum policy_mac_state {
+	POLICY_UNSEALED = 0,     /* plain text policy */
+	POLICY_SEALED_NO_MAC,    /* sealed, digest only */
+	POLICY_SEALED_MAC_UNCHECKED, /* sealed with a MAC, no key given */
+	POLICY_SEALED_MAC_OK,    /* sealed with a MAC verified with the key */
+};
+enum policy_mac_state policy_mac_state(const struct policy *p);
+
+/*
+ * Decides host:port against the rules (not the address: that is addr_classify's job).
+ * Returns EGRESS_ALLOWED, EGRESS_DENIED_BY_RULE or EGRESS_NOT_ALLOWLISTED; *line is the
+ * deciding rule's line (0 when none decided).
+ */
+enum egress_reason policy_decide(const struct policy *p, const struct host *h, uint16_t port,
+    unsigned *line);
+/* True when a deny rule matches name:port (for each name of a CNAME chain). */
+bool policy_denies(const struct policy *p, const struct host *h, uint16_t port,
+    unsigned *line);
+
+/* The canonical body (every line ends in '\n'); caller frees. */
+char *policy_canonical(const struct policy *p, size_t *len);
+/* "sha256:<64 hex>" of the canonical body. */
+void policy_digest(const struct policy *p, char out[EGRESS_DIGEST_STRLEN]);
+
+/* --- seal.c --------------------------------------------------------------------- */
+
+#define EGRESS_SEAL_MAGIC "#!egress-policy 1"
+
+/* The MAC of a canonical body: "hmac-sha256:<64 hex>". */
+void seal_mac(const struct egress_key *key, const char *body, size_t len,
+    char out[EGRESS_DIGEST_STRLEN]);
+/* The digest of a canonical body: "sha256:<64 hex>". */
+void seal_digest(const char *body, size_t len, char out[EGRESS_DIGEST_STRLEN]);
+/* The sealed file for p (header, then the canonical body); key may be NULL. */
+char *seal_policy(const struct policy *p, const struct egress_key *key, size_t *len);
+
+#endif

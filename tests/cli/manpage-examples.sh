@@ -1,0 +1,44 @@
+#!/bin/sh
+# The examples in egress-policy(1) are run as written and must print what the page says;
+# the example policy of egress-policy(5) must be the one shipped in docs/examples.
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/cli/lib.sh"
+EP=$top_builddir/egress-policy
+cd "$WORK" || exit 1
+
+# The literal displays of a page's EXAMPLES section; mdoc's \- is '-', \e is '\'.
+literal() {
+	sed -n '/^\.Sh EXAMPLES/,/^\.Sh /p' "$1" | sed -n '/^\.Bd -literal/,/^\.Ed/p' |
+	    grep -v '^\.' | sed -e 's/\\-/-/g' -e 's/\\e/\\/g'
+}
+
+literal "$top_srcdir/man/egress-policy.5" | head -n 16 > example.policy
+expect_eq "egress-policy(5) example is docs/examples/example.policy" "" \
+	"$(diff example.policy "$top_srcdir/docs/examples/example.policy")"
+"$EP" seal example.policy 2>/dev/null | tail -n +3 > canon.expected.tmp
+literal "$top_srcdir/man/egress-policy.5" | tail -n 16 > canon.page
+expect_eq "egress-policy(5) canonical form is what seal writes" "" "$(diff canon.page canon.expected.tmp)"
+
+# Each "$ egress-policy test ..." line is followed by the exact output.
+literal "$top_srcdir/man/egress-policy.1" > page.txt
+n=0
+while IFS= read -r line; do
+	case "$line" in
+	'$ egress-policy test '*)
+		cmd=${line#'$ egress-policy '}
+		IFS= read -r want
+		# shellcheck disable=SC2086
+		got=$("$EP" $cmd 2>&1)
+		expect_eq "man page: egress-policy $cmd" "$want" "$got"
+		n=$((n + 1))
+		;;
+	esac
+done < page.txt
+expect_eq "the page has its ten test examples" 10 "$n"
+
+# The keygen / seal / check example, with a key of our own.
+"$EP" keygen policy.key 2>/dev/null
+"$EP" seal --key policy.key example.policy > build.sealed
+want=$(grep -A1 '^\$ egress-policy check --key' page.txt | tail -1)
+expect_eq "man page: check --key of a sealed policy" "$want" \
+	"$("$EP" check --key policy.key build.sealed 2>/dev/null)"
+finish
