@@ -40,6 +40,15 @@ enum egress_reason {
 };
 
 const char *egress_reason_name(enum egress_reason r);
+/*
+ * What each client sees, from the SPEC's table: the HTTP status (0: the connection is
+ * only closed), the SOCKS5 REP and the SOCKS4 CD (-1: closed without a reply).
+ */
+int egress_reason_http_status(enum egress_reason r);
+int egress_reason_socks5(enum egress_reason r);
+int egress_reason_socks4(enum egress_reason r);
+/* The HTTP reason phrase of a status this project sends. */
+const char *egress_http_phrase(int status);
 /* Returns the reason named s, or -1. */
 int egress_reason_from_name(const char *s);
 

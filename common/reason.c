@@ -47,3 +47,71 @@ egress_reason_from_name(const char *s)
 			return i;
 	return -1;
 }
+
+/* The SPEC's table "Reasons and what each client sees", row by row. */
+static const struct {
+	short http;     /* 0: close without a response */
+	short socks5;   /* -1: close without a reply */
+	short socks4;
+} reason_wire[EGRESS_REASON_COUNT] = {
+	[EGRESS_ALLOWED] = { 200, 0x00, 90 },
+	[EGRESS_NOT_ALLOWLISTED] = { 403, 0x02, 91 },
+	[EGRESS_DENIED_BY_RULE] = { 403, 0x02, 91 },
+	[EGRESS_MALFORMED_REQUEST] = { 400, 0x01, 91 },
+	[EGRESS_BAD_HOST] = { 400, 0x02, 91 },
+	[EGRESS_PRIVATE_ADDRESS] = { 403, 0x02, 91 },
+	[EGRESS_DNS_FAILURE] = { 502, 0x04, 91 },
+	[EGRESS_DNS_TIMEOUT] = { 504, 0x04, 91 },
+	[EGRESS_CONNECT_REFUSED] = { 502, 0x05, 91 },
+	[EGRESS_CONNECT_TIMEOUT] = { 504, 0x06, 91 },
+	[EGRESS_QUOTA_CONNECTIONS] = { 429, 0x02, 91 },
+	[EGRESS_QUOTA_RATE] = { 429, 0x02, 91 },
+	[EGRESS_QUOTA_BYTES] = { 429, 0x02, 91 },
+	[EGRESS_SNI_MISSING] = { 0, -1, -1 },
+	[EGRESS_SNI_MISMATCH] = { 0, -1, -1 },
+	[EGRESS_SNI_MALFORMED] = { 0, -1, -1 },
+	[EGRESS_SNI_ECH] = { 0, -1, -1 },
+	[EGRESS_NOT_TLS] = { 0, -1, -1 },
+	[EGRESS_UNSUPPORTED] = { 405, 0x07, 91 },
+	[EGRESS_HANDSHAKE_TIMEOUT] = { 408, -1, -1 },
+	[EGRESS_PEER_UID] = { 0, -1, -1 },
+	[EGRESS_IDLE_TIMEOUT] = { 0, -1, -1 },
+	[EGRESS_SHUTDOWN] = { 503, 0x01, 91 },
+};
+
+int
+egress_reason_http_status(enum egress_reason r)
+{
+	return (unsigned)r < EGRESS_REASON_COUNT ? reason_wire[r].http : 0;
+}
+
+int
+egress_reason_socks5(enum egress_reason r)
+{
+	return (unsigned)r < EGRESS_REASON_COUNT ? reason_wire[r].socks5 : -1;
+}
+
+int
+egress_reason_socks4(enum egress_reason r)
+{
+	return (unsigned)r < EGRESS_REASON_COUNT ? reason_wire[r].socks4 : -1;
+}
+
+const char *
+egress_http_phrase(int status)
+{
+	switch (status) {
+	case 200: return "Connection established";
+	case 400: return "Bad Request";
+	case 403: return "Forbidden";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 429: return "Too Many Requests";
+	case 431: return "Request Header Fields Too Large";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	case 505: return "HTTP Version Not Supported";
+	default: return "Error";
+	}
+}

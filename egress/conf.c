@@ -1,0 +1,523 @@
+/*
+ * conf.c: egressd.conf(5). Line based like the policy language: one directive per line,
+ * '#' comments, fields separated by blanks. The file is the operator's, but it is parsed
+ * as strictly as anything else: every error names file:line:column, any error refuses
+ * the whole file.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "egressd.h"
+
+#define CONF_MAX_BYTES (1u << 20)
+#define CONF_MAX_LINE 4096
+#define CONF_MAX_FIELDS 16
+#define CONF_MAX_RESOLVERS 8
+
+struct conf_field {
+	const char *s;
+	size_t len;
+	size_t col;
+};
+
+struct conf_parse {
+	const char *file;
+	unsigned line;
+	unsigned errors;
+	struct conf *c;
+	unsigned nresolvers;
+};
+
+static void __attribute__((format(printf, 3, 4)))
+conf_error(struct conf_parse *cp, size_t col, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s:%u:%zu: ", cp->file, cp->line, col);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	cp->errors++;
+}
+
+bool
+conf_valid_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n > EGRESSD_NAME_MAX || name[0] == '.' || name[0] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char ch = name[i];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		    (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
+			return false;
+	}
+	return true;
+}
+
+static char *
+field_dup(const struct conf_field *f)
+{
+	return xstrndup(f->s, f->len);
+}
+
+static bool
+field_eq(const struct conf_field *f, const char *w)
+{
+	return f->len == strlen(w) && memcmp(f->s, w, f->len) == 0;
+}
+
+/* An absolute path without NUL (the line parser already refused control bytes). */
+static int
+conf_path(struct conf_parse *cp, const struct conf_field *f, char **out)
+{
+	if (f->len == 0 || f->s[0] != '/') {
+		conf_error(cp, f->col, "expected an absolute path, got '%.*s'", (int)f->len, f->s);
+		return -1;
+	}
+	if (*out != NULL) {
+		free(*out);
+	}
+	*out = field_dup(f);
+	return 0;
+}
+
+static int
+conf_uint(const struct conf_field *f, unsigned long max, unsigned long *out)
+{
+	unsigned long v = 0;
+
+	if (f->len == 0 || f->len > 10)
+		return -1;
+	for (size_t i = 0; i < f->len; i++) {
+		if (f->s[i] < '0' || f->s[i] > '9')
+			return -1;
+		v = v * 10 + (unsigned long)(f->s[i] - '0');
+	}
+	if (v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* "IP", "IP:PORT", "[IPv6]:PORT": appended to the c-ares server list. */
+static int
+conf_resolver(struct conf_parse *cp, const struct conf_field *f)
+{
+	struct addr a;
+	const char *host = f->s, *colon;
+	size_t hlen = f->len;
+	unsigned long port = 53;
+	char text[EGRESS_ADDRSTRLEN], *entry;
+
+	if (f->len > 0 && f->s[0] == '[') {
+		const char *close = memchr(f->s, ']', f->len);
+
+		if (close == NULL)
+			goto bad;
+		host = f->s + 1;
+		hlen = (size_t)(close - host);
+		colon = close + 1 < f->s + f->len ? close + 1 : NULL;
+		if (colon != NULL && *colon != ':')
+			goto bad;
+	} else {
+		colon = memchr(f->s, ':', f->len);
+		if (colon != NULL && memchr(colon + 1, ':', f->len - (size_t)(colon + 1 - f->s)))
+			colon = NULL;       /* a bare IPv6 address: no port */
+		if (colon != NULL)
+			hlen = (size_t)(colon - f->s);
+	}
+	if (addr_parse(host, hlen, &a) == -1)
+		goto bad;
+	if (colon != NULL) {
+		struct conf_field pf = { colon + 1, f->len - (size_t)(colon + 1 - f->s), 0 };
+
+		if (conf_uint(&pf, 65535, &port) == -1 || port == 0)
+			goto bad;
+	}
+	if (++cp->nresolvers > CONF_MAX_RESOLVERS) {
+		conf_error(cp, f->col, "more than %d resolvers", CONF_MAX_RESOLVERS);
+		return -1;
+	}
+	addr_format(&a, text);
+	if (a.family == AF_INET6)
+		xasprintf(&entry, "%s%s[%s]:%lu", cp->c->resolvers ? cp->c->resolvers : "",
+		    cp->c->resolvers ? "," : "", text, port);
+	else
+		xasprintf(&entry, "%s%s%s:%lu", cp->c->resolvers ? cp->c->resolvers : "",
+		    cp->c->resolvers ? "," : "", text, port);
+	free(cp->c->resolvers);
+	cp->c->resolvers = entry;
+	return 0;
+bad:
+	conf_error(cp, f->col, "expected a resolver address (127.0.0.1, 127.0.0.1:5353, "
+	    "[::1]:53), got '%.*s'", (int)f->len, f->s);
+	return -1;
+}
+
+static int
+conf_owner(struct conf_parse *cp, const struct conf_field *f, struct conf_principal *pr)
+{
+	const char *colon = memchr(f->s, ':', f->len);
+	unsigned long uid, gid;
+
+	if (colon == NULL) {
+		struct conf_field uf = *f;
+
+		if (conf_uint(&uf, 0x7ffffffe, &uid) == -1)
+			goto bad;
+		gid = uid;
+	} else {
+		struct conf_field uf = { f->s, (size_t)(colon - f->s), f->col };
+		struct conf_field gf = { colon + 1, f->len - uf.len - 1, f->col };
+
+		if (conf_uint(&uf, 0x7ffffffe, &uid) == -1 ||
+		    conf_uint(&gf, 0x7ffffffe, &gid) == -1)
+			goto bad;
+	}
+	pr->has_owner = true;
+	pr->owner_uid = (uid_t)uid;
+	pr->owner_gid = (gid_t)gid;
+	return 0;
+bad:
+	conf_error(cp, f->col, "expected UID:GID (numbers), got '%.*s'", (int)f->len, f->s);
+	return -1;
+}
+
+static void
+conf_principal(struct conf_parse *cp, const struct conf_field *f, size_t nf)
+{
+	struct conf *c = cp->c;
+	struct conf_principal pr;
+	size_t i;
+
+	memset(&pr, 0, sizeof(pr));
+	if (nf < 2) {
+		conf_error(cp, f[0].col, "expected: principal NAME socket PATH policy FILE "
+		    "[owner UID:GID] [peer-uid UID]");
+		return;
+	}
+	pr.name = field_dup(&f[1]);
+	pr.line = cp->line;
+	if (!conf_valid_name(pr.name)) {
+		conf_error(cp, f[1].col, "principal name must be 1-%d of letters, digits, '.', "
+		    "'_', '-'", EGRESSD_NAME_MAX);
+		goto fail;
+	}
+	for (i = 0; i < c->nprincipals; i++)
+		if (strcmp(c->principals[i].name, pr.name) == 0) {
+			conf_error(cp, f[1].col, "principal '%s' already defined on line %u",
+			    pr.name, c->principals[i].line);
+			goto fail;
+		}
+	for (i = 2; i < nf; i += 2) {
+		if (i + 1 >= nf) {
+			conf_error(cp, f[i].col, "'%.*s' needs a value", (int)f[i].len, f[i].s);
+			goto fail;
+		}
+		if (field_eq(&f[i], "socket")) {
+			if (conf_path(cp, &f[i + 1], &pr.socket) == -1)
+				goto fail;
+		} else if (field_eq(&f[i], "policy")) {
+			if (conf_path(cp, &f[i + 1], &pr.policy) == -1)
+				goto fail;
+		} else if (field_eq(&f[i], "owner")) {
+			if (conf_owner(cp, &f[i + 1], &pr) == -1)
+				goto fail;
+		} else if (field_eq(&f[i], "peer-uid")) {
+			unsigned long uid;
+
+			if (conf_uint(&f[i + 1], 0x7ffffffe, &uid) == -1) {
+				conf_error(cp, f[i + 1].col, "expected a numeric uid");
+				goto fail;
+			}
+			pr.has_peer_uid = true;
+			pr.peer_uid = (uid_t)uid;
+		} else {
+			conf_error(cp, f[i].col, "unknown principal option '%.*s' (expected socket, "
+			    "policy, owner or peer-uid)", (int)f[i].len, f[i].s);
+			goto fail;
+		}
+	}
+	if (pr.policy == NULL) {
+		conf_error(cp, f[0].col, "principal '%s' has no policy", pr.name);
+		goto fail;
+	}
+	if (c->nprincipals >= EGRESSD_MAX_PRINCIPALS) {
+		conf_error(cp, f[0].col, "more than %d principals", EGRESSD_MAX_PRINCIPALS);
+		goto fail;
+	}
+	c->principals = xreallocarray(c->principals, c->nprincipals + 1, sizeof(pr));
+	c->principals[c->nprincipals++] = pr;
+	return;
+fail:
+	free(pr.name);
+	free(pr.socket);
+	free(pr.policy);
+}
+
+static void
+conf_directive(struct conf_parse *cp, const struct conf_field *f, size_t nf)
+{
+	struct conf *c = cp->c;
+	static const struct {
+		const char *word;
+		size_t off;
+	} paths[] = {
+		{ "runtime-dir", offsetof(struct conf, runtime_dir) },
+		{ "control", offsetof(struct conf, control) },
+		{ "policy-dir", offsetof(struct conf, policy_dir) },
+		{ "receipts", offsetof(struct conf, receipts) },
+		{ "receipt-key", offsetof(struct conf, receipt_key) },
+		{ "signing-key", offsetof(struct conf, signing_key) },
+		{ "policy-key", offsetof(struct conf, policy_key) },
+		{ "hosts", offsetof(struct conf, hosts) },
+	};
+
+	if (field_eq(&f[0], "principal")) {
+		conf_principal(cp, f, nf);
+		return;
+	}
+	/* In the SPEC, not built yet: refused rather than silently without effect. */
+	if (field_eq(&f[0], "lease") || field_eq(&f[0], "policy-dir") ||
+	    field_eq(&f[0], "signing-key")) {
+		conf_error(cp, f[0].col, "'%.*s' is not implemented in this version of egressd",
+		    (int)f[0].len, f[0].s);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		if (!field_eq(&f[0], paths[i].word))
+			continue;
+		if (nf != 2) {
+			conf_error(cp, f[0].col, "expected: %s PATH", paths[i].word);
+			return;
+		}
+		conf_path(cp, &f[1], (char **)((char *)c + paths[i].off));
+		return;
+	}
+	if (field_eq(&f[0], "lease")) {
+		if ((nf != 2 && nf != 4) || (nf == 4 && !field_eq(&f[2], "group"))) {
+			conf_error(cp, f[0].col, "expected: lease PATH [group GROUP]");
+			return;
+		}
+		if (conf_path(cp, &f[1], &c->lease) == 0 && nf == 4) {
+			free(c->lease_group);
+			c->lease_group = field_dup(&f[3]);
+		}
+		return;
+	}
+	if (field_eq(&f[0], "resolver")) {
+		if (nf != 2)
+			conf_error(cp, f[0].col, "expected: resolver ADDRESS[:PORT]");
+		else
+			conf_resolver(cp, &f[1]);
+		return;
+	}
+	if (field_eq(&f[0], "nat64-prefix")) {
+		const char *why;
+
+		if (nf != 2) {
+			conf_error(cp, f[0].col, "expected: nat64-prefix IPV6/LENGTH");
+			return;
+		}
+		if (c->nnat64 >= EGRESSD_MAX_NAT64) {
+			conf_error(cp, f[0].col, "more than %d nat64 prefixes", EGRESSD_MAX_NAT64);
+			return;
+		}
+		if (cidr_parse(f[1].s, f[1].len, &c->nat64[c->nnat64], &why) == -1) {
+			conf_error(cp, f[1].col, "bad prefix: %s", why);
+			return;
+		}
+		if (c->nat64[c->nnat64].a.family != AF_INET6 || (c->nat64[c->nnat64].plen != 32 &&
+		    c->nat64[c->nnat64].plen != 40 && c->nat64[c->nnat64].plen != 48 &&
+		    c->nat64[c->nnat64].plen != 56 && c->nat64[c->nnat64].plen != 64 &&
+		    c->nat64[c->nnat64].plen != 96)) {
+			conf_error(cp, f[1].col, "a NAT64 prefix is IPv6 of length 32, 40, 48, "
+			    "56, 64 or 96 (RFC 6052)");
+			return;
+		}
+		c->nnat64++;
+		return;
+	}
+	if (field_eq(&f[0], "user")) {
+		if (nf != 2)
+			conf_error(cp, f[0].col, "expected: user NAME");
+		else {
+			free(c->user);
+			c->user = field_dup(&f[1]);
+		}
+		return;
+	}
+	if (field_eq(&f[0], "shutdown-grace")) {
+		unsigned long v;
+		struct conf_field vf = f[1];
+
+		if (nf == 2 && vf.len > 1 && vf.s[vf.len - 1] == 's')
+			vf.len--;
+		if (nf != 2 || conf_uint(&vf, 3600, &v) == -1) {
+			conf_error(cp, f[0].col, "expected: shutdown-grace SECONDS (0-3600)");
+			return;
+		}
+		c->grace = (unsigned)v;
+		return;
+	}
+	conf_error(cp, f[0].col, "unknown directive '%.*s'", (int)f[0].len, f[0].s);
+}
+
+static void
+conf_line(struct conf_parse *cp, const char *s, size_t len)
+{
+	struct conf_field f[CONF_MAX_FIELDS];
+	size_t nf = 0, i = 0;
+
+	if (len > CONF_MAX_LINE) {
+		conf_error(cp, 1, "line longer than %d bytes", CONF_MAX_LINE);
+		return;
+	}
+	while (i < len) {
+		size_t start;
+
+		if (s[i] == ' ' || s[i] == '\t' || (s[i] == '\r' && i + 1 == len)) {
+			i++;
+			continue;
+		}
+		if (s[i] == '#')
+			break;
+		start = i;
+		while (i < len && s[i] != ' ' && s[i] != '\t' && s[i] != '#' &&
+		    !(s[i] == '\r' && i + 1 == len)) {
+			if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] >= 0x7f) {
+				conf_error(cp, i + 1, "control or non-ASCII byte");
+				return;
+			}
+			i++;
+		}
+		if (nf == CONF_MAX_FIELDS) {
+			conf_error(cp, start + 1, "too many fields");
+			return;
+		}
+		f[nf].s = s + start;
+		f[nf].len = i - start;
+		f[nf].col = start + 1;
+		nf++;
+	}
+	if (nf > 0)
+		conf_directive(cp, f, nf);
+}
+
+void
+conf_free(struct conf *c)
+{
+	if (c == NULL)
+		return;
+	for (size_t i = 0; i < c->nprincipals; i++) {
+		free(c->principals[i].name);
+		free(c->principals[i].socket);
+		free(c->principals[i].policy);
+	}
+	free(c->principals);
+	free(c->file);
+	free(c->runtime_dir);
+	free(c->control);
+	free(c->lease);
+	free(c->lease_group);
+	free(c->policy_dir);
+	free(c->receipts);
+	free(c->receipt_key);
+	free(c->signing_key);
+	free(c->policy_key);
+	free(c->resolvers);
+	free(c->hosts);
+	free(c->user);
+	free(c);
+}
+
+/* True when path names an entry directly inside dir. */
+static bool
+conf_inside(const char *dir, const char *path)
+{
+	size_t n = strlen(dir);
+	const char *base;
+
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	if (strncmp(path, dir, n) != 0 || path[n] != '/')
+		return false;
+	base = path + n + 1;
+	return base[0] != '\0' && strchr(base, '/') == NULL && strcmp(base, ".") != 0 &&
+	    strcmp(base, "..") != 0;
+}
+
+struct conf *
+conf_load(const char *file)
+{
+	struct conf_parse cp;
+	struct conf *c = xcalloc(1, sizeof(*c));
+	char buf[CONF_MAX_BYTES + 1];
+	size_t len;
+	FILE *fp;
+	const char *s, *end;
+
+	memset(&cp, 0, sizeof(cp));
+	cp.file = file;
+	cp.c = c;
+	c->file = xstrdup(file);
+	c->grace = EGRESSD_GRACE_DEFAULT;
+	if ((fp = fopen(file, "re")) == NULL) {
+		fprintf(stderr, "%s: %s\n", file, strerror(errno));
+		conf_free(c);
+		return NULL;
+	}
+	len = fread(buf, 1, sizeof(buf), fp);
+	fclose(fp);
+	if (len > CONF_MAX_BYTES) {
+		fprintf(stderr, "%s: larger than %u bytes\n", file, CONF_MAX_BYTES);
+		conf_free(c);
+		return NULL;
+	}
+	for (s = buf, end = buf + len, cp.line = 1; s < end; cp.line++) {
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+		const char *eol = nl ? nl : end;
+
+		if (memchr(s, '\0', (size_t)(eol - s)) != NULL)
+			conf_error(&cp, 1, "NUL byte");
+		else
+			conf_line(&cp, s, (size_t)(eol - s));
+		s = nl ? nl + 1 : end;
+	}
+	cp.line = 0;
+	if (c->runtime_dir == NULL)
+		c->runtime_dir = xstrdup("/run/egress");
+	if (c->control == NULL)
+		xasprintf(&c->control, "%s/control.sock", c->runtime_dir);
+	if (c->receipts == NULL)
+		c->receipts = xstrdup("/var/lib/egress/receipts.jsonl");
+	for (size_t i = 0; i < c->nprincipals; i++) {
+		struct conf_principal *pr = &c->principals[i];
+
+		if (pr->socket == NULL)
+			xasprintf(&pr->socket, "%s/%s.sock", c->runtime_dir, pr->name);
+		if (!conf_inside(c->runtime_dir, pr->socket)) {
+			cp.line = pr->line;
+			conf_error(&cp, 1, "socket %s of principal '%s' is not directly inside "
+			    "runtime-dir %s", pr->socket, pr->name, c->runtime_dir);
+		}
+	}
+	if (cp.errors != 0) {
+		conf_free(c);
+		return NULL;
+	}
+	return c;
+}

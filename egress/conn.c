@@ -1,0 +1,1136 @@
+/*
+ * conn.c: one principal connection, from the first byte to the last receipt.
+ *
+ *   sniff -> frontend parser (HTTP, SOCKS5, SOCKS4) -> quotas -> policy -> resolve
+ *   (c-ares) -> CNAME chain against deny rules -> classify every answer -> pin ->
+ *   connect to pinned addresses (families interleaved, 250 ms stagger) -> reply -> open
+ *   receipt -> relay (bounded buffers, half-close, idle timeout, byte quota) -> close
+ *
+ * Every refusal is a deny receipt written before the client hears the answer; every
+ * tunnel has an open and a close. What the client sent is never trusted beyond its
+ * parse: the identity is the listener the connection arrived on.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+
+#include "egressd.h"
+
+enum conn_state {
+	CS_SNIFF = 0,
+	CS_HTTP,
+	CS_SOCKS5,
+	CS_SOCKS4,
+	CS_RESOLVE,
+	CS_CONNECT,
+	CS_RELAY,
+	CS_DRAIN,                    /* an error answer is being written, then close */
+};
+
+enum conn_frontend {
+	FE_NONE = 0,
+	FE_HTTP_CONNECT,
+	FE_HTTP_FORWARD,
+	FE_SOCKS5,
+	FE_SOCKS4,
+};
+
+static const char *const frontend_names[] = {
+	[FE_NONE] = NULL,
+	[FE_HTTP_CONNECT] = "http-connect",
+	[FE_HTTP_FORWARD] = "http-forward",
+	[FE_SOCKS5] = "socks5",
+	[FE_SOCKS4] = "socks4",
+};
+
+struct conn;
+
+struct attempt {
+	int fd;
+	struct event *ev;
+	struct addr addr;
+	struct conn *c;
+};
+
+struct conn {
+	TAILQ_ENTRY(conn) entry;
+	struct principal *p;
+	char id[24];
+	enum conn_state state;
+	enum conn_frontend fe;
+	struct bufferevent *cbev;    /* client (the principal socket) */
+	struct bufferevent *ubev;    /* upstream, once connected */
+	struct event *timer;         /* handshake, connect, idle, drain deadlines */
+	struct socks5 s5;
+	struct host host;
+	uint16_t port;
+	bool has_host;
+	struct dns_query *dq;
+	struct addr addrs[EGRESSD_MAX_ADDRS];
+	size_t naddrs, next;
+	struct attempt att[EGRESSD_MAX_ADDRS];
+	size_t natt, failed;
+	int last_errno;
+	struct event *stagger;
+	char addr_text[EGRESS_ADDRSTRLEN];
+	bool counted;                /* in p->live */
+	bool opened;                 /* open receipt written */
+	uint64_t bytes_up, bytes_down;
+	struct timespec start;
+	time_t last_activity;
+	bool c_eof, u_eof, c_shut, u_shut;
+	const char *first_eof;
+	/* HTTP forwarding: the head to send upstream, then exactly one body. */
+	uint8_t *fwd_head;
+	size_t fwd_head_len;
+	enum http_body body;
+	uint64_t body_left;
+	struct http_chunked chunked;
+	bool body_done;
+};
+
+static unsigned nconns;
+static void conn_free(struct conn *c);
+static void conn_close(struct conn *c, enum egress_reason reason, const char *cause);
+static void conn_client_read(struct bufferevent *bev, void *arg);
+static void conn_client_event(struct bufferevent *bev, short what, void *arg);
+static void conn_connect_next(struct conn *c);
+
+unsigned
+conn_count(void)
+{
+	return nconns;
+}
+
+static int64_t
+conn_elapsed_ms(const struct conn *c)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (int64_t)(now.tv_sec - c->start.tv_sec) * 1000 +
+	    (now.tv_nsec - c->start.tv_nsec) / 1000000;
+}
+
+static const struct policy_settings *
+conn_settings(const struct conn *c)
+{
+	return policy_settings(c->p->policy);
+}
+
+static void
+conn_receipt_base(const struct conn *c, struct receipt *r, enum receipt_event ev)
+{
+	memset(r, 0, sizeof(*r));
+	r->event = ev;
+	r->id = c->id;
+	r->principal = c->p->name;
+	r->policy = c->p->digest;
+	r->frontend = frontend_names[c->fe];
+	r->host = c->has_host ? c->host.name : NULL;
+	r->port = c->has_host ? c->port : -1;
+	r->addr = c->addr_text[0] ? c->addr_text : NULL;
+	r->bytes_up = r->bytes_down = r->duration_ms = -1;
+}
+
+static void
+conn_log(const struct conn *c, const char *event, enum egress_reason reason, const char *why)
+{
+	char wbuf[256];
+
+	log_info("event=%s principal=%s id=%s frontend=%s host=%s port=%d addr=%s reason=%s%s%s",
+	    event, c->p->name, c->id, frontend_names[c->fe] ? frontend_names[c->fe] : "-",
+	    c->has_host ? c->host.name : "-", c->has_host ? c->port : 0,
+	    c->addr_text[0] ? c->addr_text : "-", egress_reason_name(reason),
+	    why ? " why=" : "", why ? log_value(why, wbuf, sizeof(wbuf)) : "");
+}
+
+/* After an error answer is flushed the connection closes; a client that never reads
+ * is cut after a short while. */
+static void
+conn_drain_write(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)bev;
+	conn_free(c);
+}
+
+static void
+conn_timer_cb(evutil_socket_t fd, short what, void *arg);
+
+static void
+conn_set_timer(struct conn *c, unsigned seconds)
+{
+	struct timeval tv = { (time_t)seconds, 0 };
+
+	evtimer_add(c->timer, &tv);
+}
+
+/* The deny receipt and log line, or a count when denials come too fast (SPEC). */
+static void
+conn_deny_receipt(struct conn *c, enum egress_reason reason, const char *why,
+    const uint8_t *raw, size_t raw_len)
+{
+	struct receipt r;
+
+	c->p->total_denied++;
+	if (principal_deny_collapse(c->p, reason, c->has_host ? c->host.name : NULL,
+	    c->has_host ? c->port : -1, frontend_names[c->fe]))
+		return;
+	conn_receipt_base(c, &r, RECEIPT_DENY);
+	r.reason = reason;
+	r.raw = raw;
+	r.raw_len = raw_len;
+	r.duration_ms = conn_elapsed_ms(c);
+	receipt_write(&r);
+	conn_log(c, "deny", reason, why);
+}
+
+/*
+ * Refuses the request: a deny receipt first, then the answer the frontend owes (HTTP
+ * status, SOCKS reply), then close.
+ */
+static void
+conn_deny_as(struct conn *c, enum egress_reason reason, const char *why, const uint8_t *raw,
+    size_t raw_len, int http_status, int socks_rep, bool now)
+{
+	uint8_t out[512];
+	size_t n = 0;
+
+	conn_deny_receipt(c, reason, why, raw, raw_len);
+
+	switch (c->fe) {
+	case FE_HTTP_CONNECT:
+	case FE_HTTP_FORWARD:
+	case FE_NONE:
+		if (http_status == 0)
+			http_status = egress_reason_http_status(reason);
+		if (http_status != 0)
+			n = http_error_response(http_status, reason, out, sizeof(out));
+		break;
+	case FE_SOCKS5:
+		if (socks_rep < 0)
+			socks_rep = egress_reason_socks5(reason);
+		if (socks_rep >= 0)
+			n = socks5_reply((uint8_t)socks_rep, out);
+		break;
+	case FE_SOCKS4:
+		if (socks_rep < 0)
+			socks_rep = egress_reason_socks4(reason);
+		if (socks_rep >= 0)
+			n = socks4_reply((uint8_t)socks_rep, out);
+		break;
+	}
+	if (n == 0 || c->cbev == NULL) {
+		conn_free(c);
+		return;
+	}
+	if (now) {
+		/* No loop turn left (principal removed, daemon stopping): best effort. */
+		send(bufferevent_getfd(c->cbev), out, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		conn_free(c);
+		return;
+	}
+	c->state = CS_DRAIN;
+	bufferevent_disable(c->cbev, EV_READ);
+	bufferevent_setcb(c->cbev, NULL, conn_drain_write, conn_client_event, c);
+	bufferevent_setwatermark(c->cbev, EV_WRITE, 0, 0);
+	bufferevent_write(c->cbev, out, n);
+	conn_set_timer(c, 5);
+}
+
+static void
+conn_deny(struct conn *c, enum egress_reason reason, const char *why, const uint8_t *raw,
+    size_t raw_len, int http_status, int socks_rep)
+{
+	conn_deny_as(c, reason, why, raw, raw_len, http_status, socks_rep, false);
+}
+
+/* --- quotas ---------------------------------------------------------------------- */
+
+static bool
+conn_quota_ok(struct conn *c)
+{
+	struct principal *p = c->p;
+	const struct policy_settings *s = conn_settings(c);
+	time_t now = time(NULL);
+
+	if (p->live >= s->quota_connections) {
+		conn_deny(c, EGRESS_QUOTA_CONNECTIONS, "concurrent tunnels at the limit", NULL, 0,
+		    0, -1);
+		return false;
+	}
+	if (s->quota_bytes != EGRESS_UNLIMITED && p->bytes >= s->quota_bytes) {
+		conn_deny(c, EGRESS_QUOTA_BYTES, "byte budget spent", NULL, 0, 0, -1);
+		return false;
+	}
+	if (s->quota_rate != EGRESS_UNLIMITED) {
+		if (p->rate_second != now) {
+			p->rate_second = now;
+			p->rate_count = 0;
+		}
+		if (p->rate_count >= s->quota_rate) {
+			conn_deny(c, EGRESS_QUOTA_RATE, "new tunnels per second over the limit",
+			    NULL, 0, 0, -1);
+			return false;
+		}
+		p->rate_count++;
+	}
+	p->live++;
+	c->counted = true;
+	return true;
+}
+
+/* --- relay ----------------------------------------------------------------------- */
+
+static void
+conn_maybe_finish(struct conn *c)
+{
+	if (c->c_shut && c->u_shut) {
+		conn_close(c, EGRESS_ALLOWED, c->first_eof);
+		return;
+	}
+	/* Forwarding: the response is complete when the upstream closes and it is flushed. */
+	if (c->fe == FE_HTTP_FORWARD && c->u_eof &&
+	    evbuffer_get_length(bufferevent_get_output(c->cbev)) == 0)
+		conn_close(c, EGRESS_ALLOWED, c->first_eof);
+}
+
+/* Half-close: once everything from the closed side is delivered, shut the other way. */
+static void
+conn_propagate_eof(struct conn *c)
+{
+	if (c->c_eof && !c->u_shut && c->fe != FE_HTTP_FORWARD &&
+	    evbuffer_get_length(bufferevent_get_output(c->ubev)) == 0) {
+		shutdown(bufferevent_getfd(c->ubev), SHUT_WR);
+		c->u_shut = true;
+	}
+	if (c->u_eof && !c->c_shut &&
+	    evbuffer_get_length(bufferevent_get_output(c->cbev)) == 0) {
+		shutdown(bufferevent_getfd(c->cbev), SHUT_WR);
+		c->c_shut = true;
+	}
+	conn_maybe_finish(c);
+}
+
+/* How many client bytes still belong to the forwarded request's body. */
+static size_t
+conn_forward_allowance(struct conn *c, struct evbuffer *in)
+{
+	size_t avail = evbuffer_get_length(in), consumed = 0;
+	struct proto_error err;
+	uint8_t *data;
+
+	if (c->body_done)
+		return 0;
+	switch (c->body) {
+	case HTTP_BODY_NONE:
+		c->body_done = true;
+		return 0;
+	case HTTP_BODY_LENGTH:
+		if (c->body_left <= avail) {
+			c->body_done = true;
+			return (size_t)c->body_left;
+		}
+		return avail;
+	case HTTP_BODY_CHUNKED:
+		data = evbuffer_pullup(in, (ev_ssize_t)avail);
+		switch (http_chunked_scan(&c->chunked, data, avail, &consumed, &err)) {
+		case PROTO_OK:
+			c->body_done = true;
+			return consumed;
+		case PROTO_NEED_MORE:
+			return avail;
+		default:
+			c->body_done = true;
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/* Moves what src has to the other side; false when the connection was closed. */
+static bool
+conn_relay_move(struct conn *c, struct bufferevent *src)
+{
+	bool up = src == c->cbev;
+	struct bufferevent *dst = up ? c->ubev : c->cbev;
+	struct evbuffer *in = bufferevent_get_input(src), *out = bufferevent_get_output(dst);
+	const struct policy_settings *s = conn_settings(c);
+	size_t n = evbuffer_get_length(in);
+	int moved;
+
+	if (up && c->fe == FE_HTTP_FORWARD) {
+		size_t allow = conn_forward_allowance(c, in);
+
+		if (allow < n) {
+			n = allow;
+		}
+		if (c->body_done) {
+			/* Exactly one request: what follows the body is never forwarded. */
+			bufferevent_disable(c->cbev, EV_READ);
+		}
+	}
+	if (n == 0) {
+		if (up && c->body_done)
+			evbuffer_drain(in, evbuffer_get_length(in));
+		return true;
+	}
+	moved = evbuffer_remove_buffer(in, out, n);
+	if (moved <= 0)
+		return true;
+	if (up && c->body_done)
+		evbuffer_drain(in, evbuffer_get_length(in));
+	if (up)
+		c->bytes_up += (uint64_t)moved;
+	else
+		c->bytes_down += (uint64_t)moved;
+	c->p->bytes += (uint64_t)moved;
+	c->last_activity = time(NULL);
+	if (s->quota_bytes != EGRESS_UNLIMITED && c->p->bytes > s->quota_bytes) {
+		conn_close(c, EGRESS_QUOTA_BYTES, "quota-bytes");
+		return false;
+	}
+	/* Backpressure: a slow reader on dst pauses src; dst's write callback resumes it. */
+	if (evbuffer_get_length(out) >= EGRESSD_RELAY_BUF) {
+		bufferevent_disable(src, EV_READ);
+		bufferevent_setwatermark(dst, EV_WRITE, EGRESSD_RELAY_BUF / 2, 0);
+	}
+	return true;
+}
+
+static void
+conn_relay_read(struct bufferevent *src, void *arg)
+{
+	conn_relay_move(arg, src);
+}
+
+static void
+conn_relay_write(struct bufferevent *dst, void *arg)
+{
+	struct conn *c = arg;
+	bool to_up = dst == c->ubev;
+	struct bufferevent *src = to_up ? c->cbev : c->ubev;
+	bool src_eof = to_up ? c->c_eof : c->u_eof;
+
+	bufferevent_setwatermark(dst, EV_WRITE, 0, 0);
+	if (!src_eof && !(to_up && c->fe == FE_HTTP_FORWARD && c->body_done))
+		bufferevent_enable(src, EV_READ);
+	conn_propagate_eof(c);
+}
+
+static void
+conn_relay_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+	bool client = bev == c->cbev;
+
+	if (what & BEV_EVENT_EOF) {
+		/* Deliver what is left in the input first. */
+		if (!conn_relay_move(c, bev))
+			return;
+		if (client)
+			c->c_eof = true;
+		else
+			c->u_eof = true;
+		if (c->first_eof == NULL)
+			c->first_eof = client ? "client-eof" : "upstream-eof";
+		conn_propagate_eof(c);
+		return;
+	}
+	if (what & BEV_EVENT_ERROR) {
+		int e = EVUTIL_SOCKET_ERROR();
+
+		if (e == ECONNRESET || e == EPIPE)
+			conn_close(c, EGRESS_ALLOWED, client ? "client-reset" : "upstream-reset");
+		else
+			conn_close(c, EGRESS_ALLOWED, "error");
+	}
+}
+
+/* The idle check runs at most once per timeout idle; activity only stamps a time. */
+static void
+conn_idle_check(struct conn *c)
+{
+	time_t now = time(NULL), idle = (time_t)conn_settings(c)->timeout_idle;
+
+	if (now - c->last_activity >= idle) {
+		conn_close(c, EGRESS_IDLE_TIMEOUT, "idle-timeout");
+		return;
+	}
+	conn_set_timer(c, (unsigned)(c->last_activity + idle - now));
+}
+
+static void
+conn_start_relay(struct conn *c, int fd)
+{
+	struct receipt r;
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c->ubev = bufferevent_socket_new(egressd_base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (c->ubev == NULL) {
+		close(fd);
+		conn_deny(c, EGRESS_CONNECT_REFUSED, "no memory for the upstream", NULL, 0, 0, -1);
+		return;
+	}
+	/* The open receipt reaches the kernel before any byte may flow. */
+	conn_receipt_base(c, &r, RECEIPT_OPEN);
+	r.reason = EGRESS_ALLOWED;
+	if (receipt_write(&r) == -1) {
+		conn_deny(c, EGRESS_SHUTDOWN, "receipt could not be written", NULL, 0, 0, -1);
+		return;
+	}
+	c->opened = true;
+	c->p->total_allowed++;
+	conn_log(c, "open", EGRESS_ALLOWED, NULL);
+	c->state = CS_RELAY;
+	c->last_activity = time(NULL);
+
+	switch (c->fe) {
+	case FE_HTTP_CONNECT: {
+		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+
+		bufferevent_write(c->cbev, ok, sizeof(ok) - 1);
+		break;
+	}
+	case FE_SOCKS5: {
+		uint8_t out[10];
+
+		bufferevent_write(c->cbev, out, socks5_reply(0x00, out));
+		break;
+	}
+	case FE_SOCKS4: {
+		uint8_t out[8];
+
+		bufferevent_write(c->cbev, out, socks4_reply(90, out));
+		break;
+	}
+	case FE_HTTP_FORWARD:
+		bufferevent_write(c->ubev, c->fwd_head, c->fwd_head_len);
+		free(c->fwd_head);
+		c->fwd_head = NULL;
+		break;
+	default:
+		break;
+	}
+	bufferevent_setcb(c->cbev, conn_relay_read, conn_relay_write, conn_relay_event, c);
+	bufferevent_setcb(c->ubev, conn_relay_read, conn_relay_write, conn_relay_event, c);
+	bufferevent_setwatermark(c->cbev, EV_READ, 0, EGRESSD_RELAY_BUF);
+	bufferevent_setwatermark(c->ubev, EV_READ, 0, EGRESSD_RELAY_BUF);
+	bufferevent_enable(c->ubev, EV_READ | EV_WRITE);
+	bufferevent_enable(c->cbev, EV_READ | EV_WRITE);
+	conn_set_timer(c, (unsigned)conn_settings(c)->timeout_idle);
+	/* Bytes the client sent early (after its request) are tunnel payload. */
+	if (evbuffer_get_length(bufferevent_get_input(c->cbev)) > 0)
+		conn_relay_read(c->cbev, c);
+}
+
+/* --- connect ---------------------------------------------------------------------- */
+
+static void
+conn_attempts_close(struct conn *c, int keep)
+{
+	for (size_t i = 0; i < c->natt; i++) {
+		if ((int)i == keep || c->att[i].fd == -1)
+			continue;
+		event_free(c->att[i].ev);
+		close(c->att[i].fd);
+		c->att[i].fd = -1;
+	}
+	if (c->stagger != NULL) {
+		event_free(c->stagger);
+		c->stagger = NULL;
+	}
+}
+
+static void
+conn_connect_failed_all(struct conn *c)
+{
+	conn_attempts_close(c, -1);
+	c->natt = 0;
+	if (c->last_errno == ETIMEDOUT)
+		conn_deny(c, EGRESS_CONNECT_TIMEOUT, "no pinned address answered", NULL, 0, 0,
+		    -1);
+	else
+		conn_deny(c, EGRESS_CONNECT_REFUSED, strerror(c->last_errno), NULL, 0, 0, -1);
+}
+
+static void
+conn_attempt_done(struct conn *c, size_t i)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	if (getsockopt(c->att[i].fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
+		err = errno;
+	if (err == 0) {
+		int fd = c->att[i].fd;
+
+		event_free(c->att[i].ev);
+		c->att[i].fd = -1;
+		conn_attempts_close(c, -1);
+		c->natt = 0;
+		evtimer_del(c->timer);
+		addr_format(&c->att[i].addr, c->addr_text);
+		conn_start_relay(c, fd);
+		return;
+	}
+	event_free(c->att[i].ev);
+	close(c->att[i].fd);
+	c->att[i].fd = -1;
+	c->last_errno = err;
+	c->failed++;
+	log_debug("event=connect-failed id=%s error=%s", c->id, strerror(err));
+	/* A refusal needs no stagger: try the next address now. */
+	if (c->next < c->naddrs)
+		conn_connect_next(c);
+	else if (c->failed == c->natt)
+		conn_connect_failed_all(c);
+}
+
+static void
+conn_attempt_ready(evutil_socket_t fd, short what, void *arg)
+{
+	struct attempt *a = arg;
+
+	(void)fd;
+	(void)what;
+	conn_attempt_done(a->c, (size_t)(a - a->c->att));
+}
+
+static void
+conn_stagger_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	conn_connect_next(arg);
+}
+
+static void
+conn_connect_next(struct conn *c)
+{
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+	struct attempt *a;
+	int fd;
+
+	while (c->next < c->naddrs) {
+		const struct addr *ad = &c->addrs[c->next++];
+
+		memset(&ss, 0, sizeof(ss));
+		if (ad->family == AF_INET) {
+			struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+
+			sin->sin_family = AF_INET;
+			sin->sin_port = htons(c->port);
+			memcpy(&sin->sin_addr, ad->b, 4);
+			sslen = sizeof(*sin);
+		} else {
+			struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+
+			sin6->sin6_family = AF_INET6;
+			sin6->sin6_port = htons(c->port);
+			memcpy(&sin6->sin6_addr, ad->b, 16);
+			sslen = sizeof(*sin6);
+		}
+		fd = socket(ad->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd == -1) {
+			c->last_errno = errno;
+			if (errno == EMFILE || errno == ENFILE)
+				break;
+			continue;
+		}
+		if (connect(fd, (struct sockaddr *)&ss, sslen) == -1 && errno != EINPROGRESS) {
+			c->last_errno = errno;
+			close(fd);
+			continue;
+		}
+		a = &c->att[c->natt++];
+		a->fd = fd;
+		a->addr = *ad;
+		a->c = c;
+		a->ev = event_new(egressd_base, fd, EV_WRITE, conn_attempt_ready, a);
+		event_add(a->ev, NULL);
+		/* RFC 8305: the next address starts after the stagger unless this one fails. */
+		if (c->next < c->naddrs) {
+			struct timeval tv = { 0, EGRESSD_CONNECT_STAGGER_MS * 1000 };
+
+			if (c->stagger == NULL)
+				c->stagger = evtimer_new(egressd_base, conn_stagger_cb, c);
+			evtimer_add(c->stagger, &tv);
+		}
+		return;
+	}
+	if (c->natt == c->failed)
+		conn_connect_failed_all(c);
+}
+
+/* Orders addresses IPv6 first, families alternating (RFC 8305 section 4). */
+static void
+conn_interleave(struct conn *c, const struct addr *in, size_t n)
+{
+	struct addr v4[EGRESSD_MAX_ADDRS], v6[EGRESSD_MAX_ADDRS];
+	size_t n4 = 0, n6 = 0, i4 = 0, i6 = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (in[i].family == AF_INET6)
+			v6[n6++] = in[i];
+		else
+			v4[n4++] = in[i];
+	}
+	c->naddrs = 0;
+	while (i4 < n4 || i6 < n6) {
+		if (i6 < n6)
+			c->addrs[c->naddrs++] = v6[i6++];
+		if (i4 < n4)
+			c->addrs[c->naddrs++] = v4[i4++];
+	}
+	c->next = 0;
+}
+
+static void
+conn_connect(struct conn *c, const struct addr *addrs, size_t n)
+{
+	c->state = CS_CONNECT;
+	conn_interleave(c, addrs, n);
+	conn_set_timer(c, (unsigned)conn_settings(c)->timeout_connect);
+	conn_connect_next(c);
+}
+
+/* --- decision --------------------------------------------------------------------- */
+
+/*
+ * Every address must be global or inside a permit-range; one refused answer refuses the
+ * name (a mixed answer set is itself a rebinding signature). Returns the index of the
+ * refused address, or -1.
+ */
+static long
+conn_classify(struct conn *c, const struct addr *addrs, size_t n, struct addr_verdict *v)
+{
+	const struct conf *conf = egressd_conf;
+	const struct policy_settings *s = conn_settings(c);
+
+	for (size_t i = 0; i < n; i++)
+		if (addr_classify(&addrs[i], conf->nat64, conf->nnat64, v) &&
+		    !addr_permitted(&addrs[i], v, s->permit, s->npermit))
+			return (long)i;
+	return -1;
+}
+
+static void
+conn_deny_private(struct conn *c, const struct addr *a, const struct addr_verdict *v)
+{
+	char why[256];
+
+	addr_format(a, c->addr_text);
+	snprintf(why, sizeof(why), "%s is in %s (%s)%s%s", c->addr_text, v->range, v->name,
+	    v->embedded ? " via " : "", v->embedded ? v->via : "");
+	conn_deny(c, EGRESS_PRIVATE_ADDRESS, why, NULL, 0, 0, -1);
+}
+
+static void
+conn_dns_cb(void *arg, const struct dns_answer *ans)
+{
+	struct conn *c = arg;
+	struct addr_verdict v;
+	long bad;
+
+	c->dq = NULL;
+	if (ans->reason != EGRESS_ALLOWED) {
+		conn_deny(c, ans->reason, ans->why, NULL, 0, 0, -1);
+		return;
+	}
+	/* A deny rule applies to every name of the CNAME chain. */
+	for (size_t i = 0; i < ans->ncnames; i++) {
+		struct host h;
+		const char *why;
+		unsigned line;
+
+		if (host_parse(ans->cnames[i], strlen(ans->cnames[i]), &h, &why) == -1) {
+			conn_deny(c, EGRESS_DNS_FAILURE, "CNAME target is not a valid name", NULL, 0,
+			    0, -1);
+			return;
+		}
+		if (policy_denies(c->p->policy, &h, c->port, &line)) {
+			char whybuf[300];
+
+			snprintf(whybuf, sizeof(whybuf), "CNAME %s denied by rule line %u", h.name,
+			    line);
+			conn_deny(c, EGRESS_DENIED_BY_RULE, whybuf, NULL, 0, 0, -1);
+			return;
+		}
+	}
+	if ((bad = conn_classify(c, ans->addrs, ans->naddrs, &v)) >= 0) {
+		conn_deny_private(c, &ans->addrs[bad], &v);
+		return;
+	}
+	principal_pin_put(c->p, c->host.name, ans->addrs, ans->naddrs, ans->ttl);
+	conn_connect(c, ans->addrs, ans->naddrs);
+}
+
+static void
+conn_decide(struct conn *c)
+{
+	enum egress_reason r;
+	unsigned line = 0;
+	const struct pin *pin;
+	struct addr_verdict v;
+
+	evtimer_del(c->timer);
+	bufferevent_disable(c->cbev, EV_READ);
+	if (egressd_stopping) {
+		conn_deny(c, EGRESS_SHUTDOWN, "egressd is stopping", NULL, 0, 0, -1);
+		return;
+	}
+	r = policy_decide(c->p->policy, &c->host, c->port, &line);
+	if (r != EGRESS_ALLOWED) {
+		char why[64];
+
+		if (line)
+			snprintf(why, sizeof(why), "rule line %u", line);
+		conn_deny(c, r, line ? why : "no rule allows it", NULL, 0, 0, -1);
+		return;
+	}
+	if (!conn_quota_ok(c))
+		return;
+	if (c->host.kind != HOST_NAME) {
+		if (conn_classify(c, &c->host.addr, 1, &v) >= 0) {
+			conn_deny_private(c, &c->host.addr, &v);
+			return;
+		}
+		conn_connect(c, &c->host.addr, 1);
+		return;
+	}
+	if ((pin = principal_pin_get(c->p, c->host.name)) != NULL) {
+		/* Pinned addresses were classified when they were pinned, under this policy. */
+		conn_connect(c, pin->addrs, pin->naddrs);
+		return;
+	}
+	c->state = CS_RESOLVE;
+	c->dq = dns_resolve(c->host.name, (unsigned)conn_settings(c)->timeout_dns, conn_dns_cb,
+	    c);
+}
+
+/* --- frontends -------------------------------------------------------------------- */
+
+static void
+conn_http(struct conn *c, struct evbuffer *in)
+{
+	size_t len = evbuffer_get_length(in);
+	size_t want = len > EGRESS_HTTP_HEAD_MAX + 1 ? EGRESS_HTTP_HEAD_MAX + 1 : len;
+	uint8_t *data = evbuffer_pullup(in, (ev_ssize_t)want);
+	struct http_request *req = xmalloc(sizeof(*req));
+	struct proto_error err;
+	enum proto_status st;
+
+	memset(&err, 0, sizeof(err));
+	st = http_parse_request(data, want, req, &err);
+	if (st == PROTO_NEED_MORE) {
+		free(req);
+		return;
+	}
+	if (st == PROTO_ERROR) {
+		free(req);
+		conn_deny(c, err.reason, err.why, err.raw, err.raw_len, err.http_status, -1);
+		return;
+	}
+	c->fe = req->kind == HTTP_CONNECT ? FE_HTTP_CONNECT : FE_HTTP_FORWARD;
+	c->host = req->host;
+	c->port = req->port;
+	c->has_host = true;
+	if (req->kind == HTTP_FORWARD) {
+		size_t cap = EGRESS_HTTP_HEAD_MAX + 512;
+
+		c->fwd_head = xmalloc(cap);
+		c->fwd_head_len = http_forward_head(req, c->fwd_head, cap);
+		c->body = req->body;
+		c->body_left = req->content_length;
+		if (c->fwd_head_len == 0) {
+			free(req);
+			conn_deny(c, EGRESS_MALFORMED_REQUEST, "request head too large to forward",
+			    NULL, 0, 431, -1);
+			return;
+		}
+	}
+	evbuffer_drain(in, req->head_len);
+	free(req);
+	conn_decide(c);
+}
+
+static void
+conn_socks5(struct conn *c, struct evbuffer *in)
+{
+	for (;;) {
+		size_t len = evbuffer_get_length(in), consumed = 0, replylen = 0;
+		uint8_t *data = evbuffer_pullup(in, (ev_ssize_t)(len > 600 ? 600 : len));
+		uint8_t reply[10];
+		struct socks_request req;
+		struct proto_error err;
+		enum proto_status st;
+
+		if (len == 0)
+			return;
+		memset(&err, 0, sizeof(err));
+		st = socks5_step(&c->s5, data, len > 600 ? 600 : len, &consumed, reply, &replylen,
+		    &req, &err);
+		if (st == PROTO_NEED_MORE)
+			return;
+		if (st == PROTO_ERROR) {
+			/* The parser's own answer (method refusal, REP) goes out as it is. */
+			conn_deny_receipt(c, err.reason, err.why, err.raw, err.raw_len);
+			if (replylen == 0) {
+				conn_free(c);
+				return;
+			}
+			c->state = CS_DRAIN;
+			bufferevent_disable(c->cbev, EV_READ);
+			bufferevent_setcb(c->cbev, NULL, conn_drain_write, conn_client_event, c);
+			bufferevent_setwatermark(c->cbev, EV_WRITE, 0, 0);
+			bufferevent_write(c->cbev, reply, replylen);
+			conn_set_timer(c, 5);
+			return;
+		}
+		evbuffer_drain(in, consumed);
+		if (replylen > 0)
+			bufferevent_write(c->cbev, reply, replylen);
+		if (c->s5.stage == SOCKS5_DONE) {
+			c->host = req.host;
+			c->port = req.port;
+			c->has_host = true;
+			conn_decide(c);
+			return;
+		}
+	}
+}
+
+static void
+conn_socks4(struct conn *c, struct evbuffer *in)
+{
+	size_t len = evbuffer_get_length(in), consumed = 0;
+	size_t want = len > 1024 ? 1024 : len;
+	uint8_t *data = evbuffer_pullup(in, (ev_ssize_t)want);
+	struct socks_request req;
+	struct proto_error err;
+	enum proto_status st;
+
+	memset(&err, 0, sizeof(err));
+	st = socks4_parse(data, want, &consumed, &req, &err);
+	if (st == PROTO_NEED_MORE)
+		return;
+	if (st == PROTO_ERROR) {
+		conn_deny(c, err.reason, err.why, err.raw, err.raw_len, 0, err.socks_rep);
+		return;
+	}
+	evbuffer_drain(in, consumed);
+	c->host = req.host;
+	c->port = req.port;
+	c->has_host = true;
+	conn_decide(c);
+}
+
+static void
+conn_client_read(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+
+	if (c->state == CS_SNIFF) {
+		uint8_t first;
+
+		if (evbuffer_copyout(in, &first, 1) != 1)
+			return;
+		if (first == 0x05) {
+			c->state = CS_SOCKS5;
+			c->fe = FE_SOCKS5;
+		} else if (first == 0x04) {
+			c->state = CS_SOCKS4;
+			c->fe = FE_SOCKS4;
+		} else
+			c->state = CS_HTTP;
+	}
+	switch (c->state) {
+	case CS_HTTP:
+		conn_http(c, in);
+		break;
+	case CS_SOCKS5:
+		conn_socks5(c, in);
+		break;
+	case CS_SOCKS4:
+		conn_socks4(c, in);
+		break;
+	default:
+		break;
+	}
+}
+
+static void
+conn_client_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)bev;
+	if (c->state == CS_DRAIN) {
+		conn_free(c);
+		return;
+	}
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+		/* The client left before a decision: a request half sent is malformed. */
+		if (c->state == CS_SNIFF && evbuffer_get_length(bufferevent_get_input(bev)) == 0) {
+			conn_free(c);
+			return;
+		}
+		if (c->state == CS_RESOLVE || c->state == CS_CONNECT) {
+			/* It gave up waiting: the decision's receipt says why it ended. */
+			conn_free(c);
+			return;
+		}
+		conn_deny(c, EGRESS_MALFORMED_REQUEST, "client closed during the request", NULL, 0,
+		    0, -1);
+	}
+}
+
+static void
+conn_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	switch (c->state) {
+	case CS_SNIFF:
+	case CS_HTTP:
+	case CS_SOCKS5:
+	case CS_SOCKS4:
+		conn_deny(c, EGRESS_HANDSHAKE_TIMEOUT, "request not complete in time", NULL, 0,
+		    0, -1);
+		break;
+	case CS_CONNECT:
+		conn_attempts_close(c, -1);
+		c->natt = 0;
+		conn_deny(c, EGRESS_CONNECT_TIMEOUT, "no pinned address answered in time", NULL,
+		    0, 0, -1);
+		break;
+	case CS_RELAY:
+		conn_idle_check(c);
+		break;
+	case CS_DRAIN:
+	default:
+		conn_free(c);
+		break;
+	}
+}
+
+void
+conn_accept(struct principal *p, int fd)
+{
+	struct conn *c;
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	c = xcalloc(1, sizeof(*c));
+	c->p = p;
+	egressd_new_id(c->id);
+	clock_gettime(CLOCK_MONOTONIC, &c->start);
+	for (size_t i = 0; i < EGRESSD_MAX_ADDRS; i++)
+		c->att[i].fd = -1;
+	c->timer = evtimer_new(egressd_base, conn_timer_cb, c);
+	TAILQ_INSERT_TAIL(&p->conns, c, entry);
+	nconns++;
+	if (p->has_peer_uid) {
+		/* An extra condition, never the source of authority. */
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1 ||
+		    cred.uid != p->peer_uid) {
+			close(fd);
+			conn_deny(c, EGRESS_PEER_UID, "SO_PEERCRED does not match peer-uid", NULL,
+			    0, 0, -1);
+			return;
+		}
+	}
+	c->cbev = bufferevent_socket_new(egressd_base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (c->cbev == NULL) {
+		close(fd);
+		conn_free(c);
+		return;
+	}
+	/* The request phase buffers at most one request head (plus one byte to notice). */
+	bufferevent_setwatermark(c->cbev, EV_READ, 0, EGRESS_HTTP_HEAD_MAX + 1);
+	bufferevent_setcb(c->cbev, conn_client_read, NULL, conn_client_event, c);
+	bufferevent_enable(c->cbev, EV_READ | EV_WRITE);
+	conn_set_timer(c, (unsigned)conn_settings(c)->timeout_handshake);
+}
+
+static void
+conn_free(struct conn *c)
+{
+	if (c->dq != NULL)
+		dns_cancel(c->dq);
+	conn_attempts_close(c, -1);
+	if (c->counted)
+		c->p->live--;
+	TAILQ_REMOVE(&c->p->conns, c, entry);
+	nconns--;
+	event_free(c->timer);
+	if (c->cbev != NULL)
+		bufferevent_free(c->cbev);
+	if (c->ubev != NULL)
+		bufferevent_free(c->ubev);
+	free(c->fwd_head);
+	free(c);
+}
+
+static void
+conn_close(struct conn *c, enum egress_reason reason, const char *cause)
+{
+	struct receipt r;
+
+	if (c->opened) {
+		/* Count what reached each peer: bytes still queued never arrived. */
+		if (c->ubev != NULL) {
+			size_t q = evbuffer_get_length(bufferevent_get_output(c->ubev));
+
+			c->bytes_up -= q < c->bytes_up ? q : c->bytes_up;
+		}
+		if (c->cbev != NULL) {
+			size_t q = evbuffer_get_length(bufferevent_get_output(c->cbev));
+
+			c->bytes_down -= q < c->bytes_down ? q : c->bytes_down;
+		}
+		conn_receipt_base(c, &r, RECEIPT_CLOSE);
+		r.reason = reason;
+		r.close = cause ? cause : "error";
+		r.bytes_up = (int64_t)c->bytes_up;
+		r.bytes_down = (int64_t)c->bytes_down;
+		r.duration_ms = conn_elapsed_ms(c);
+		receipt_write(&r);
+		log_info("event=close principal=%s id=%s host=%s port=%d reason=%s close=%s "
+		    "bytes_up=%llu bytes_down=%llu", c->p->name, c->id, c->host.name, c->port,
+		    egress_reason_name(reason), r.close, (unsigned long long)c->bytes_up,
+		    (unsigned long long)c->bytes_down);
+	}
+	conn_free(c);
+}
+
+void
+conn_abort(struct conn *c, enum egress_reason reason, const char *close_cause)
+{
+	if (c->opened)
+		conn_close(c, reason, close_cause);
+	else if (c->state == CS_DRAIN)
+		conn_free(c);
+	else
+		conn_deny_as(c, reason, "egressd is stopping or the principal was removed", NULL,
+		    0, 0, -1, true);
+}

@@ -1,0 +1,335 @@
+/*
+ * control.c: the control socket. AF_UNIX stream, mode 0600, owned by egressd's user:
+ * only root (or egressd's own user) reaches it, and SO_PEERCRED is checked again. One
+ * JSON object per line each way (jansson reads them; nothing is parsed by hand):
+ *
+ *   {"verb":"status"}
+ *   {"verb":"principal-add","name":N,"policy":FILE,"owner":"UID:GID","peer_uid":U,"lease":B}
+ *   {"verb":"principal-remove","name":N}
+ *   {"verb":"principal-list"}
+ *
+ * Answers are {"ok":true,...} or {"ok":false,"error":"..."}. A lease principal lives as
+ * long as the control connection that created it.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <jansson.h>
+
+#include "egressd.h"
+
+#define CTL_MAX_CLIENTS 64
+
+struct ctl_client {
+	struct bufferevent *bev;
+	struct principal *leased[16]; /* principals this connection holds */
+	size_t nleased;
+	TAILQ_ENTRY(ctl_client) entry;
+};
+
+static TAILQ_HEAD(, ctl_client) ctl_clients = TAILQ_HEAD_INITIALIZER(ctl_clients);
+static size_t ctl_nclients;
+static int ctl_fd = -1;
+static struct event *ctl_ev;
+static char *ctl_path;
+
+static void
+ctl_reply(struct ctl_client *cl, json_t *o)
+{
+	char *s = json_dumps(o, JSON_COMPACT);
+
+	if (s != NULL) {
+		bufferevent_write(cl->bev, s, strlen(s));
+		bufferevent_write(cl->bev, "\n", 1);
+		free(s);
+	}
+	json_decref(o);
+}
+
+static void
+ctl_error(struct ctl_client *cl, const char *msg)
+{
+	ctl_reply(cl, json_pack("{s:b,s:s}", "ok", 0, "error", msg));
+}
+
+static json_t *
+ctl_principal_json(const struct principal *p)
+{
+	char devino[64];
+	unsigned tunnels = 0;
+	const struct conn *c;
+
+	(void)c;
+	snprintf(devino, sizeof(devino), "%llu:%llu", (unsigned long long)p->dev,
+	    (unsigned long long)p->ino);
+	tunnels = p->live;
+	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:b,s:I,s:I,s:I}", "name", p->name,
+	    "socket", p->socket, "dev_ino", devino, "policy", p->digest, "policy_file",
+	    p->policy_file, "owner_uid", (int)p->owner_uid, "tunnels", (int)tunnels, "lease",
+	    p->lease != NULL, "allowed", (json_int_t)p->total_allowed, "denied",
+	    (json_int_t)p->total_denied, "bytes", (json_int_t)p->bytes);
+}
+
+static void
+ctl_principal_add(struct ctl_client *cl, json_t *req)
+{
+	const char *name = json_string_value(json_object_get(req, "name"));
+	const char *policy = json_string_value(json_object_get(req, "policy"));
+	const char *owner = json_string_value(json_object_get(req, "owner"));
+	json_t *peer = json_object_get(req, "peer_uid");
+	bool lease = json_is_true(json_object_get(req, "lease"));
+	unsigned long uid = 0, gid = 0;
+	char err[512], *path;
+	struct principal *p;
+
+	if (name == NULL || policy == NULL) {
+		ctl_error(cl, "principal-add needs name and policy");
+		return;
+	}
+	if (!conf_valid_name(name)) {
+		ctl_error(cl, "bad principal name (letters, digits, '.', '_', '-'; 1-64)");
+		return;
+	}
+	if (policy[0] != '/') {
+		ctl_error(cl, "the policy must be an absolute path");
+		return;
+	}
+	if (owner != NULL) {
+		char *end;
+
+		uid = strtoul(owner, &end, 10);
+		if (end == owner || (*end != ':' && *end != '\0')) {
+			ctl_error(cl, "owner must be UID:GID");
+			return;
+		}
+		gid = uid;
+		if (*end == ':') {
+			const char *g = end + 1;
+
+			gid = strtoul(g, &end, 10);
+			if (end == g || *end != '\0') {
+				ctl_error(cl, "owner must be UID:GID");
+				return;
+			}
+		}
+	}
+	if (peer != NULL && (!json_is_integer(peer) || json_integer_value(peer) < 0)) {
+		ctl_error(cl, "peer_uid must be a uid");
+		return;
+	}
+	if (lease && cl->nleased == sizeof(cl->leased) / sizeof(cl->leased[0])) {
+		ctl_error(cl, "too many leases on one connection");
+		return;
+	}
+	xasprintf(&path, "%s/%s.sock", egressd_conf->runtime_dir, name);
+	p = principal_create(name, path, policy, owner != NULL, (uid_t)uid, (gid_t)gid,
+	    peer != NULL, peer ? (uid_t)json_integer_value(peer) : 0, err, sizeof(err));
+	free(path);
+	if (p == NULL) {
+		ctl_error(cl, err);
+		return;
+	}
+	if (lease) {
+		p->lease = cl;
+		cl->leased[cl->nleased++] = p;
+	}
+	{
+		json_t *o = ctl_principal_json(p);
+
+		json_object_set_new(o, "ok", json_true());
+		ctl_reply(cl, o);
+	}
+}
+
+static void
+ctl_dispatch(struct ctl_client *cl, const char *line, size_t len)
+{
+	json_error_t jerr;
+	json_t *req = json_loadb(line, len, 0, &jerr);
+	const char *verb;
+
+	if (req == NULL || !json_is_object(req)) {
+		ctl_error(cl, "a request is one JSON object per line");
+		json_decref(req);
+		return;
+	}
+	verb = json_string_value(json_object_get(req, "verb"));
+	if (verb == NULL)
+		ctl_error(cl, "no verb");
+	else if (strcmp(verb, "status") == 0) {
+		struct principal *p;
+		int n = 0;
+
+		TAILQ_FOREACH(p, &principals, entry)
+			n++;
+		ctl_reply(cl, json_pack("{s:b,s:s,s:i,s:I,s:i,s:i,s:s,s:I,s:b}", "ok", 1,
+		    "version", PACKAGE_VERSION, "pid", (int)getpid(), "uptime_s",
+		    (json_int_t)(time(NULL) - egressd_started), "principals", n, "connections",
+		    (int)conn_count(), "receipts", egressd_conf->receipts, "receipt_seq",
+		    (json_int_t)receipt_seq(), "stopping", egressd_stopping));
+	} else if (strcmp(verb, "principal-add") == 0)
+		ctl_principal_add(cl, req);
+	else if (strcmp(verb, "principal-remove") == 0) {
+		const char *name = json_string_value(json_object_get(req, "name"));
+		struct principal *p = name ? principal_find(name) : NULL;
+
+		if (p == NULL)
+			ctl_error(cl, "no such principal");
+		else {
+			principal_remove(p, "egressctl");
+			ctl_reply(cl, json_pack("{s:b}", "ok", 1));
+		}
+	} else if (strcmp(verb, "principal-list") == 0) {
+		json_t *arr = json_array();
+		struct principal *p;
+
+		TAILQ_FOREACH(p, &principals, entry)
+			json_array_append_new(arr, ctl_principal_json(p));
+		ctl_reply(cl, json_pack("{s:b,s:o}", "ok", 1, "principals", arr));
+	} else
+		ctl_error(cl, "unknown verb");
+	json_decref(req);
+}
+
+static void
+ctl_client_free(struct ctl_client *cl)
+{
+	/* A lease ends with the connection that holds it. */
+	while (cl->nleased > 0) {
+		struct principal *p = cl->leased[--cl->nleased];
+
+		p->lease = NULL;
+		principal_remove(p, "lease-ended");
+	}
+	TAILQ_REMOVE(&ctl_clients, cl, entry);
+	ctl_nclients--;
+	bufferevent_free(cl->bev);
+	free(cl);
+}
+
+void
+control_lease_lost(struct ctl_client *cl, struct principal *p)
+{
+	for (size_t i = 0; i < cl->nleased; i++)
+		if (cl->leased[i] == p) {
+			cl->leased[i] = cl->leased[--cl->nleased];
+			return;
+		}
+}
+
+static void
+ctl_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct ctl_client *cl = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	char *line;
+	size_t len;
+
+	while ((line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF)) != NULL) {
+		ctl_dispatch(cl, line, len);
+		free(line);
+	}
+	if (evbuffer_get_length(in) > EGRESSD_CTL_LINE_MAX) {
+		ctl_error(cl, "request too long");
+		ctl_client_free(cl);
+	}
+}
+
+static void
+ctl_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+		ctl_client_free(arg);
+}
+
+static void
+ctl_accept_cb(evutil_socket_t lfd, short what, void *arg)
+{
+	struct ctl_client *cl;
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	int fd;
+
+	(void)what;
+	(void)arg;
+	if ((fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) == -1)
+		return;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1 ||
+	    (cred.uid != 0 && cred.uid != geteuid()) || ctl_nclients >= CTL_MAX_CLIENTS) {
+		log_warn("event=control-refused uid=%d", (int)cred.uid);
+		close(fd);
+		return;
+	}
+	cl = xcalloc(1, sizeof(*cl));
+	cl->bev = bufferevent_socket_new(egressd_base, fd, BEV_OPT_CLOSE_ON_FREE);
+	bufferevent_setcb(cl->bev, ctl_read_cb, NULL, ctl_event_cb, cl);
+	bufferevent_setwatermark(cl->bev, EV_READ, 0, EGRESSD_CTL_LINE_MAX + 1);
+	bufferevent_enable(cl->bev, EV_READ | EV_WRITE);
+	TAILQ_INSERT_TAIL(&ctl_clients, cl, entry);
+	ctl_nclients++;
+}
+
+int
+control_init(struct event_base *base, const char *path)
+{
+	struct sockaddr_un sun;
+	struct stat st;
+	mode_t old;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		fprintf(stderr, "egressd: control socket path too long\n");
+		return -1;
+	}
+	memcpy(sun.sun_path, path, strlen(path));
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			fprintf(stderr, "egressd: %s exists and is not a socket\n", path);
+			return -1;
+		}
+		unlink(path);
+	}
+	ctl_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	old = umask(0177);
+	if (ctl_fd == -1 || bind(ctl_fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
+	    listen(ctl_fd, 16) == -1) {
+		umask(old);
+		fprintf(stderr, "egressd: control %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	umask(old);
+	ctl_path = xstrdup(path);
+	ctl_ev = event_new(base, ctl_fd, EV_READ | EV_PERSIST, ctl_accept_cb, NULL);
+	event_add(ctl_ev, NULL);
+	return 0;
+}
+
+void
+control_shutdown(void)
+{
+	struct ctl_client *cl;
+
+	while ((cl = TAILQ_FIRST(&ctl_clients)) != NULL)
+		ctl_client_free(cl);
+	if (ctl_ev != NULL)
+		event_free(ctl_ev);
+	ctl_ev = NULL;
+	if (ctl_fd != -1) {
+		close(ctl_fd);
+		unlink(ctl_path);
+	}
+	ctl_fd = -1;
+	free(ctl_path);
+	ctl_path = NULL;
+}

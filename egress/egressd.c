@@ -1,0 +1,366 @@
+/*
+ * egressd: the network egress broker. Reads egressd.conf, creates the principal
+ * listeners and the control socket, and serves until SIGTERM. Trusted host code: it
+ * holds the receipt key, and it alone decides.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/rand.h>
+
+#include "egressd.h"
+
+struct event_base *egressd_base;
+const struct conf *egressd_conf;
+struct egress_key *egressd_policy_key;
+bool egressd_stopping;
+time_t egressd_started;
+
+static struct conf *conf_current;
+static struct event *ev_term, *ev_int, *ev_hup, *ev_usr1, *ev_grace, *ev_drain;
+
+static void __attribute__((noreturn))
+usage(void)
+{
+	fprintf(stderr, "usage: egressd [-dt] -c FILE\n");
+	exit(2);
+}
+
+void
+egressd_new_id(char out[24])
+{
+	uint8_t r[8];
+
+	if (RAND_bytes(r, sizeof(r)) != 1)
+		abort();
+	out[0] = 'c';
+	out[1] = '-';
+	egress_hex(r, sizeof(r), out + 2);
+}
+
+struct policy *
+egressd_load_policy(const char *file, char *err, size_t errlen)
+{
+	struct policy_diag d;
+	struct policy *p;
+	struct stat st;
+	uint8_t *buf;
+	ssize_t n;
+	int fd;
+
+	if ((fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) == -1) {
+		snprintf(err, errlen, "policy %s: %s", file, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    st.st_size > (off_t)EGRESS_POLICY_MAX_BYTES) {
+		snprintf(err, errlen, "policy %s: not a regular file of at most %u bytes", file,
+		    EGRESS_POLICY_MAX_BYTES);
+		close(fd);
+		return NULL;
+	}
+	buf = xmalloc((size_t)st.st_size + 1);
+	n = read(fd, buf, (size_t)st.st_size + 1);
+	close(fd);
+	if (n < 0 || n > st.st_size) {
+		snprintf(err, errlen, "policy %s: changed while read", file);
+		free(buf);
+		return NULL;
+	}
+	p = policy_load(file, buf, (size_t)n, egressd_policy_key, &d);
+	free(buf);
+	if (p == NULL)
+		snprintf(err, errlen, "%s", d.nerrors ? d.errors[0] : "invalid policy");
+	policy_diag_free(&d);
+	return p;
+}
+
+static void
+egressd_exit_if_drained(void)
+{
+	if (egressd_stopping && conn_count() == 0)
+		event_base_loopexit(egressd_base, NULL);
+}
+
+static void
+drain_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	egressd_exit_if_drained();
+}
+
+static void
+grace_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct principal *p;
+	struct conn *c;
+
+	(void)fd;
+	(void)what;
+	(void)arg;
+	/* The grace period is over: whatever is left closes with shutdown receipts. */
+	TAILQ_FOREACH(p, &principals, entry)
+		while ((c = TAILQ_FIRST(&p->conns)) != NULL)
+			conn_abort(c, EGRESS_SHUTDOWN, "shutdown");
+	event_base_loopexit(egressd_base, NULL);
+}
+
+static void
+term_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct principal *p;
+	struct timeval grace = { (time_t)egressd_conf->grace, 0 }, tick = { 0, 100000 };
+
+	(void)what;
+	(void)arg;
+	if (egressd_stopping)
+		return;
+	egressd_stopping = true;
+	log_info("event=stopping signal=%d connections=%u grace_s=%u", (int)sig, conn_count(),
+	    egressd_conf->grace);
+	TAILQ_FOREACH(p, &principals, entry)
+		event_del(p->ev_accept);
+	ev_grace = evtimer_new(egressd_base, grace_cb, NULL);
+	evtimer_add(ev_grace, &grace);
+	ev_drain = event_new(egressd_base, -1, EV_PERSIST, drain_cb, NULL);
+	event_add(ev_drain, &tick);
+	egressd_exit_if_drained();
+}
+
+/* SIGHUP: principals of the file appear and disappear; a live one keeps its policy. */
+static void
+hup_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct conf *nc;
+	struct principal *p, *next;
+	char err[512];
+
+	(void)sig;
+	(void)what;
+	(void)arg;
+	if ((nc = conf_load(conf_current->file)) == NULL) {
+		log_error("event=reload result=failed detail=\"configuration invalid, kept the "
+		    "running one\"");
+		return;
+	}
+	for (p = TAILQ_FIRST(&principals); p != NULL; p = next) {
+		bool keep = false;
+
+		next = TAILQ_NEXT(p, entry);
+		if (!p->from_conf)
+			continue;
+		for (size_t i = 0; i < nc->nprincipals; i++)
+			if (strcmp(nc->principals[i].name, p->name) == 0)
+				keep = true;
+		if (!keep)
+			principal_remove(p, "reload");
+	}
+	for (size_t i = 0; i < nc->nprincipals; i++) {
+		struct conf_principal *cp = &nc->principals[i];
+
+		if ((p = principal_find(cp->name)) != NULL) {
+			struct policy *np = egressd_load_policy(cp->policy, err, sizeof(err));
+			char d[EGRESS_DIGEST_STRLEN];
+
+			if (np != NULL) {
+				policy_digest(np, d);
+				if (strcmp(d, p->digest) != 0 || strcmp(cp->policy, p->policy_file))
+					log_warn("event=reload principal=%s detail=\"policy changed; "
+					    "the sealed policy in force stays until the principal is "
+					    "removed and added again\"", p->name);
+				policy_free(np);
+			}
+			continue;
+		}
+		p = principal_create(cp->name, cp->socket, cp->policy, cp->has_owner,
+		    cp->owner_uid, cp->owner_gid, cp->has_peer_uid, cp->peer_uid, err,
+		    sizeof(err));
+		if (p == NULL)
+			log_error("event=reload principal=%s error=\"%s\"", cp->name, err);
+		else
+			p->from_conf = true;
+	}
+	conf_free(nc);
+	log_info("event=reload result=ok");
+}
+
+static void
+usr1_cb(evutil_socket_t sig, short what, void *arg)
+{
+	(void)sig;
+	(void)what;
+	(void)arg;
+	receipt_close();
+	if (receipt_open(egressd_conf->receipts, egressd_conf->receipt_key, egressd_base) == -1)
+		log_error("event=receipts-reopen result=failed");
+	else
+		log_info("event=receipts-reopen result=ok path=%s", egressd_conf->receipts);
+}
+
+/* runtime-dir: created 0755 if missing; refused if others could write into it. */
+static int
+egressd_runtime_dir(const char *dir)
+{
+	struct stat st;
+
+	if (mkdir(dir, 0755) == -1 && errno != EEXIST) {
+		fprintf(stderr, "egressd: runtime-dir %s: %s\n", dir, strerror(errno));
+		return -1;
+	}
+	if (lstat(dir, &st) == -1 || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "egressd: runtime-dir %s is not a directory\n", dir);
+		return -1;
+	}
+	if (st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
+		fprintf(stderr, "egressd: runtime-dir %s must be owned by uid %u and not "
+		    "writable by group or others\n", dir, (unsigned)geteuid());
+		return -1;
+	}
+	return 0;
+}
+
+static int
+egressd_drop_privileges(const char *user)
+{
+	struct passwd *pw = getpwnam(user);
+
+	if (pw == NULL) {
+		fprintf(stderr, "egressd: user %s: no such user\n", user);
+		return -1;
+	}
+	if (setgroups(1, &pw->pw_gid) == -1 || setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) == -1 ||
+	    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) == -1) {
+		fprintf(stderr, "egressd: dropping to %s: %s\n", user, strerror(errno));
+		return -1;
+	}
+	if (setuid(0) == 0 && pw->pw_uid != 0) {
+		fprintf(stderr, "egressd: privileges could be regained; refusing to run\n");
+		return -1;
+	}
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *file = NULL;
+	bool check = false, debug = false;
+	struct egress_key pkey;
+	char err[512];
+	int ch;
+
+	while ((ch = getopt(argc, argv, "c:dt")) != -1) {
+		switch (ch) {
+		case 'c':
+			file = optarg;
+			break;
+		case 'd':
+			debug = true;
+			break;
+		case 't':
+			check = true;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (file == NULL || optind != argc)
+		usage();
+	if ((conf_current = conf_load(file)) == NULL)
+		return 2;
+	egressd_conf = conf_current;
+	if (conf_current->policy_key != NULL) {
+		if (egress_key_load(conf_current->policy_key, &pkey, err, sizeof(err)) == -1) {
+			fprintf(stderr, "egressd: policy-key %s\n", err);
+			return 2;
+		}
+		egressd_policy_key = &pkey;
+	}
+	/* Every principal's policy must load now: a bad one refuses the configuration. */
+	for (size_t i = 0; i < conf_current->nprincipals; i++) {
+		struct policy *p = egressd_load_policy(conf_current->principals[i].policy, err,
+		    sizeof(err));
+
+		if (p == NULL) {
+			fprintf(stderr, "%s:%u: principal %s: %s\n", file,
+			    conf_current->principals[i].line, conf_current->principals[i].name, err);
+			return 2;
+		}
+		policy_free(p);
+	}
+	if (check) {
+		printf("%s: configuration ok, %zu principals\n", file, conf_current->nprincipals);
+		return 0;
+	}
+	log_init(false, debug);
+	signal(SIGPIPE, SIG_IGN);
+	egressd_started = time(NULL);
+	if ((egressd_base = event_base_new()) == NULL) {
+		fprintf(stderr, "egressd: libevent: no event base\n");
+		return 1;
+	}
+	if (egressd_runtime_dir(conf_current->runtime_dir) == -1 ||
+	    receipt_open(conf_current->receipts, conf_current->receipt_key, egressd_base) == -1 ||
+	    dns_init(egressd_base, conf_current) == -1 ||
+	    control_init(egressd_base, conf_current->control) == -1)
+		return 1;
+	for (size_t i = 0; i < conf_current->nprincipals; i++) {
+		struct conf_principal *cp = &conf_current->principals[i];
+		struct principal *p = principal_create(cp->name, cp->socket, cp->policy,
+		    cp->has_owner, cp->owner_uid, cp->owner_gid, cp->has_peer_uid, cp->peer_uid,
+		    err, sizeof(err));
+
+		if (p == NULL) {
+			fprintf(stderr, "egressd: principal %s: %s\n", cp->name, err);
+			return 1;
+		}
+		p->from_conf = true;
+	}
+	if (conf_current->user != NULL && egressd_drop_privileges(conf_current->user) == -1)
+		return 1;
+	ev_term = evsignal_new(egressd_base, SIGTERM, term_cb, NULL);
+	ev_int = evsignal_new(egressd_base, SIGINT, term_cb, NULL);
+	ev_hup = evsignal_new(egressd_base, SIGHUP, hup_cb, NULL);
+	ev_usr1 = evsignal_new(egressd_base, SIGUSR1, usr1_cb, NULL);
+	event_add(ev_term, NULL);
+	event_add(ev_int, NULL);
+	event_add(ev_hup, NULL);
+	event_add(ev_usr1, NULL);
+	log_info("event=started version=%s pid=%d principals=%zu control=%s receipts=%s",
+	    PACKAGE_VERSION, (int)getpid(), conf_current->nprincipals, conf_current->control,
+	    conf_current->receipts);
+	event_base_dispatch(egressd_base);
+
+	/* Stop: remaining principals and their tunnels get shutdown receipts. */
+	while (!TAILQ_EMPTY(&principals))
+		principal_remove(TAILQ_FIRST(&principals), "shutdown");
+	control_shutdown();
+	dns_shutdown();
+	receipt_close();
+	event_free(ev_term);
+	event_free(ev_int);
+	event_free(ev_hup);
+	event_free(ev_usr1);
+	if (ev_grace)
+		event_free(ev_grace);
+	if (ev_drain)
+		event_free(ev_drain);
+	event_base_free(egressd_base);
+	if (egressd_policy_key != NULL)
+		egress_key_clear(&pkey);
+	log_info("event=stopped");
+	conf_free(conf_current);
+	return 0;
+}

@@ -1,0 +1,243 @@
+/*
+ * egressd.h: the daemon's components and what each exposes to the others, one section
+ * per file (relayd style). Identity is the listener a connection arrived on; nothing a
+ * client sends can change it.
+ */
+#ifndef EGRESS_EGRESSD_H
+#define EGRESS_EGRESSD_H
+
+#include <sys/types.h>
+#include <sys/queue.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <event2/event.h>
+#include <event2/bufferevent.h>
+
+#include "common.h"
+#include "policy.h"
+#include "proto.h"
+
+#define EGRESSD_MAX_NAT64 16
+#define EGRESSD_MAX_PRINCIPALS 4096
+#define EGRESSD_NAME_MAX 64          /* principal names: [A-Za-z0-9._-], 1..64 */
+#define EGRESSD_MAX_ADDRS 16         /* addresses kept per resolved name */
+#define EGRESSD_MAX_CNAMES 8         /* CNAME chain length followed */
+#define EGRESSD_PIN_MAX 4096         /* pinned names per principal */
+#define EGRESSD_RELAY_BUF (64 * 1024) /* per direction; the reader pauses beyond it */
+#define EGRESSD_CONNECT_STAGGER_MS 250 /* RFC 8305 connection attempt delay */
+#define EGRESSD_GRACE_DEFAULT 5      /* seconds of drain on SIGTERM */
+#define EGRESSD_CTL_LINE_MAX 8192    /* one control request */
+#define EGRESSD_DENY_BURST 100       /* denials per second per principal written one by one */
+#define EGRESSD_DENY_SLOTS 256       /* distinct collapsed denials kept per second */
+
+/* --- log.c ------------------------------------------------------------------------ */
+
+enum log_level { LOG_LVL_DEBUG, LOG_LVL_INFO, LOG_LVL_WARN, LOG_LVL_ERROR };
+void log_init(bool use_syslog, bool debug);
+/* logfmt: "time=… level=… " then the caller's key=value pairs. */
+void log_emit(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define log_info(...) log_emit(LOG_LVL_INFO, __VA_ARGS__)
+#define log_warn(...) log_emit(LOG_LVL_WARN, __VA_ARGS__)
+#define log_error(...) log_emit(LOG_LVL_ERROR, __VA_ARGS__)
+#define log_debug(...) log_emit(LOG_LVL_DEBUG, __VA_ARGS__)
+/* Quotes a logfmt value when it needs it; returns buf. */
+const char *log_value(const char *s, char *buf, size_t len);
+
+/* --- conf.c ----------------------------------------------------------------------- */
+
+struct conf_principal {
+	char *name;
+	char *socket;                /* inside runtime-dir */
+	char *policy;                /* file */
+	bool has_owner;
+	uid_t owner_uid;
+	gid_t owner_gid;
+	bool has_peer_uid;
+	uid_t peer_uid;
+	unsigned line;
+};
+
+struct conf {
+	char *file;
+	char *runtime_dir;
+	char *control;
+	char *lease;
+	char *lease_group;
+	char *policy_dir;
+	char *receipts;
+	char *receipt_key;
+	char *signing_key;
+	char *policy_key;
+	char *resolvers;             /* "ip:port,ip:port" for c-ares, or NULL */
+	char *hosts;
+	struct cidr nat64[EGRESSD_MAX_NAT64];
+	size_t nnat64;
+	char *user;
+	unsigned grace;              /* seconds */
+	struct conf_principal *principals;
+	size_t nprincipals;
+};
+
+/* Parses FILE; NULL with every error printed (file:line:column) to stderr. */
+struct conf *conf_load(const char *file);
+void conf_free(struct conf *c);
+/* Valid principal name: 1..EGRESSD_NAME_MAX of [A-Za-z0-9._-], not starting with '.'. */
+bool conf_valid_name(const char *name);
+
+/* --- receipt.c -------------------------------------------------------------------- */
+
+enum receipt_event { RECEIPT_OPEN, RECEIPT_CLOSE, RECEIPT_DENY, RECEIPT_REPAIR };
+
+struct receipt {
+	enum receipt_event event;
+	const char *id;
+	const char *principal;
+	const char *policy;          /* digest */
+	const char *frontend;        /* NULL before the first byte chose one */
+	const char *host;            /* canonical host, or NULL */
+	const uint8_t *raw;          /* non-canonical host bytes (hex encoded) */
+	size_t raw_len;
+	int port;                    /* -1: none */
+	const char *addr;
+	const char *sni;
+	enum egress_reason reason;
+	const char *close;           /* close cause */
+	int64_t bytes_up, bytes_down; /* -1: none */
+	int64_t duration_ms;          /* -1: none */
+	unsigned count;               /* > 1 only for collapsed denials */
+	const char *detail;           /* repair: what was repaired */
+};
+
+/* Opens (creates 0600) the file, repairs a torn tail, closes opens left by a crash. */
+int receipt_open(const char *path, const char *keyfile, struct event_base *base);
+/* Writes one record to the kernel before returning; fsync is batched. */
+int receipt_write(const struct receipt *r);
+void receipt_flush(void);
+void receipt_close(void);
+uint64_t receipt_seq(void);
+
+/* --- dns.c ------------------------------------------------------------------------ */
+
+struct dns_answer {
+	enum egress_reason reason;   /* EGRESS_ALLOWED, dns-failure, dns-timeout */
+	struct addr addrs[EGRESSD_MAX_ADDRS];
+	size_t naddrs;
+	uint32_t ttl;                /* smallest TTL of the answers and CNAMEs */
+	char cnames[EGRESSD_MAX_CNAMES][EGRESS_HOST_MAX + 1]; /* targets, in chain order */
+	size_t ncnames;
+	const char *why;
+};
+typedef void (*dns_cb)(void *arg, const struct dns_answer *ans);
+struct dns_query;
+
+int dns_init(struct event_base *base, const struct conf *conf);
+void dns_shutdown(void);
+/* Resolves A and AAAA of the absolute name; the callback runs once unless cancelled. */
+struct dns_query *dns_resolve(const char *name, unsigned timeout_s, dns_cb cb, void *arg);
+void dns_cancel(struct dns_query *q);
+
+/* --- principal.c ------------------------------------------------------------------ */
+
+struct conn;
+struct ctl_client;
+
+struct pin {
+	char *name;
+	struct addr addrs[EGRESSD_MAX_ADDRS];
+	size_t naddrs;
+	time_t expires;
+	TAILQ_ENTRY(pin) entry;
+};
+
+/* Identical denials past the burst within one second: one record with a count. */
+struct deny_slot {
+	enum egress_reason reason;
+	char host[EGRESS_HOST_MAX + 1];
+	int port;
+	const char *frontend;
+	unsigned count;
+};
+
+struct principal {
+	char name[EGRESSD_NAME_MAX + 1];
+	char *socket;
+	char *policy_file;
+	struct policy *policy;
+	char digest[EGRESS_DIGEST_STRLEN];
+	int fd;
+	struct event *ev_accept;
+	dev_t dev;
+	ino_t ino;
+	uid_t owner_uid;
+	gid_t owner_gid;
+	bool has_peer_uid;
+	uid_t peer_uid;
+	bool from_conf;              /* defined in egressd.conf (SIGHUP manages it) */
+	struct ctl_client *lease;    /* lives as long as this control connection */
+	unsigned live;               /* tunnels counted against quota connections */
+	uint64_t bytes;              /* both ways, lifetime */
+	time_t rate_second;
+	uint64_t rate_count;
+	uint64_t total_allowed, total_denied;
+	time_t deny_second;
+	unsigned deny_count;         /* denials written this second */
+	struct deny_slot *slots;     /* EGRESSD_DENY_SLOTS, allocated on first use */
+	size_t nslots;
+	struct event *deny_flush;
+	TAILQ_HEAD(, pin) pins;
+	size_t npins;
+	TAILQ_HEAD(, conn) conns;
+	TAILQ_ENTRY(principal) entry;
+};
+TAILQ_HEAD(principal_list, principal);
+extern struct principal_list principals;
+
+/* Creates the listener and starts accepting; returns NULL with *err set. */
+struct principal *principal_create(const char *name, const char *socket,
+    const char *policy_file, bool has_owner, uid_t uid, gid_t gid, bool has_peer_uid,
+    uid_t peer_uid, char *err, size_t errlen);
+/* Closes the listener and every tunnel (shutdown receipts), then frees. */
+void principal_remove(struct principal *p, const char *why);
+struct principal *principal_find(const char *name);
+/* Pin cache: returns the pinned set for name if not expired. */
+const struct pin *principal_pin_get(struct principal *p, const char *name);
+void principal_pin_put(struct principal *p, const char *name, const struct addr *addrs,
+    size_t n, uint32_t ttl);
+void principal_pause_accept(bool pause);
+/*
+ * Past EGRESSD_DENY_BURST denials in a second, identical ones (reason, host, port) are
+ * counted instead of written; returns true when this one was counted. The counts are
+ * written as one record each when the second ends.
+ */
+bool principal_deny_collapse(struct principal *p, enum egress_reason reason,
+    const char *host, int port, const char *frontend);
+
+/* --- conn.c ----------------------------------------------------------------------- */
+
+void conn_accept(struct principal *p, int fd);
+/* Ends a connection with a receipt (close or deny with reason). */
+void conn_abort(struct conn *c, enum egress_reason reason, const char *close_cause);
+unsigned conn_count(void);
+
+/* --- control.c -------------------------------------------------------------------- */
+
+int control_init(struct event_base *base, const char *path);
+void control_shutdown(void);
+/* A lease holder went away: called by principal_remove to detach. */
+void control_lease_lost(struct ctl_client *cl, struct principal *p);
+
+/* --- egressd.c -------------------------------------------------------------------- */
+
+extern struct event_base *egressd_base;
+extern const struct conf *egressd_conf;
+extern struct egress_key *egressd_policy_key;
+extern bool egressd_stopping;
+extern time_t egressd_started;
+/* Reads and loads a policy file (with the policy key when configured). */
+struct policy *egressd_load_policy(const char *file, char *err, size_t errlen);
+/* A fresh connection id "c-<hex>". */
+void egressd_new_id(char out[24]);
+
+#endif

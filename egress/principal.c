@@ -1,0 +1,364 @@
+/*
+ * principal.c: principals and their listeners. A principal is one AF_UNIX stream socket
+ * that egressd creates itself, directly inside runtime-dir (never by following a path a
+ * caller chose elsewhere), mode 0600, owned by its owner; its device and inode are
+ * reported so that clients can pin it. Whoever can connect to it acts as the principal:
+ * the listener is the identity, no secret travels.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "egressd.h"
+
+#define PRINCIPAL_BACKLOG 128
+
+struct principal_list principals = TAILQ_HEAD_INITIALIZER(principals);
+static bool accept_paused;
+static struct event *accept_resume_ev;
+
+static void principal_accept_cb(evutil_socket_t fd, short what, void *arg);
+static void principal_deny_flush(struct principal *p);
+
+struct principal *
+principal_find(const char *name)
+{
+	struct principal *p;
+
+	TAILQ_FOREACH(p, &principals, entry)
+		if (strcmp(p->name, name) == 0)
+			return p;
+	return NULL;
+}
+
+static void
+accept_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	principal_pause_accept(false);
+}
+
+/*
+ * Out of descriptors: stop accepting for a second instead of spinning on EMFILE (the
+ * listener stays readable), as relayd does.
+ */
+void
+principal_pause_accept(bool pause)
+{
+	struct principal *p;
+
+	if (pause == accept_paused || egressd_stopping)
+		return;
+	accept_paused = pause;
+	TAILQ_FOREACH(p, &principals, entry) {
+		if (pause)
+			event_del(p->ev_accept);
+		else
+			event_add(p->ev_accept, NULL);
+	}
+	if (pause) {
+		struct timeval tv = { 1, 0 };
+
+		if (accept_resume_ev == NULL)
+			accept_resume_ev = evtimer_new(egressd_base, accept_resume_cb, NULL);
+		evtimer_add(accept_resume_ev, &tv);
+		log_warn("event=accept-paused detail=\"out of descriptors, accepting again in 1s\"");
+	}
+}
+
+static void
+principal_accept_cb(evutil_socket_t lfd, short what, void *arg)
+{
+	struct principal *p = arg;
+
+	(void)what;
+	for (int i = 0; i < 64; i++) {       /* bounded: other listeners get their turn */
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd == -1) {
+			if (errno == EMFILE || errno == ENFILE)
+				principal_pause_accept(true);
+			else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+			    errno != ECONNABORTED)
+				log_warn("event=accept-error principal=%s error=%s", p->name,
+				    strerror(errno));
+			return;
+		}
+		conn_accept(p, fd);
+	}
+}
+
+/* Creates the listening socket at path (inside runtime-dir), mode 0600, owned by uid:gid. */
+static int
+principal_listen(const char *path, uid_t uid, gid_t gid, dev_t *dev, ino_t *ino, char *err,
+    size_t errlen)
+{
+	struct sockaddr_un sun;
+	struct stat st;
+	mode_t old;
+	int fd;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		snprintf(err, errlen, "socket path too long: %s", path);
+		return -1;
+	}
+	memcpy(sun.sun_path, path, strlen(path));
+	if (lstat(path, &st) == 0) {
+		/* A stale socket of ours may be replaced; anything else is left alone. */
+		if (!S_ISSOCK(st.st_mode)) {
+			snprintf(err, errlen, "%s exists and is not a socket", path);
+			return -1;
+		}
+		if (unlink(path) == -1) {
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+			return -1;
+		}
+	}
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -1;
+	}
+	old = umask(0177);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		snprintf(err, errlen, "bind %s: %s", path, strerror(errno));
+		umask(old);
+		close(fd);
+		return -1;
+	}
+	umask(old);
+	if (lchown(path, uid, gid) == -1 || chmod(path, 0600) == -1 ||
+	    listen(fd, PRINCIPAL_BACKLOG) == -1 || lstat(path, &st) == -1) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		unlink(path);
+		close(fd);
+		return -1;
+	}
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+	return fd;
+}
+
+struct principal *
+principal_create(const char *name, const char *socket_path, const char *policy_file,
+    bool has_owner, uid_t uid, gid_t gid, bool has_peer_uid, uid_t peer_uid, char *err,
+    size_t errlen)
+{
+	struct principal *p;
+	struct policy *pol;
+
+	if (!conf_valid_name(name)) {
+		snprintf(err, errlen, "bad principal name '%s'", name);
+		return NULL;
+	}
+	if (principal_find(name) != NULL) {
+		snprintf(err, errlen, "principal '%s' exists", name);
+		return NULL;
+	}
+	if ((pol = egressd_load_policy(policy_file, err, errlen)) == NULL)
+		return NULL;
+	p = xcalloc(1, sizeof(*p));
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	p->socket = xstrdup(socket_path);
+	p->policy_file = xstrdup(policy_file);
+	p->policy = pol;
+	policy_digest(pol, p->digest);
+	p->owner_uid = has_owner ? uid : geteuid();
+	p->owner_gid = has_owner ? gid : getegid();
+	p->has_peer_uid = has_peer_uid;
+	p->peer_uid = peer_uid;
+	TAILQ_INIT(&p->pins);
+	TAILQ_INIT(&p->conns);
+	p->fd = principal_listen(socket_path, p->owner_uid, p->owner_gid, &p->dev, &p->ino, err,
+	    errlen);
+	if (p->fd == -1) {
+		policy_free(pol);
+		free(p->socket);
+		free(p->policy_file);
+		free(p);
+		return NULL;
+	}
+	p->ev_accept = event_new(egressd_base, p->fd, EV_READ | EV_PERSIST, principal_accept_cb,
+	    p);
+	if (!accept_paused)
+		event_add(p->ev_accept, NULL);
+	TAILQ_INSERT_TAIL(&principals, p, entry);
+	log_info("event=principal-add principal=%s socket=%s dev_ino=%llu:%llu policy=%s "
+	    "owner=%u:%u", p->name, p->socket, (unsigned long long)p->dev,
+	    (unsigned long long)p->ino, p->digest, (unsigned)p->owner_uid,
+	    (unsigned)p->owner_gid);
+	return p;
+}
+
+void
+principal_remove(struct principal *p, const char *why)
+{
+	struct conn *c;
+	struct pin *pin;
+	struct stat st;
+
+	TAILQ_REMOVE(&principals, p, entry);
+	event_free(p->ev_accept);
+	/* Unlink only what is still our socket: never a file someone put in its place. */
+	if (lstat(p->socket, &st) == 0 && st.st_dev == p->dev && st.st_ino == p->ino)
+		unlink(p->socket);
+	close(p->fd);
+	while ((c = TAILQ_FIRST(&p->conns)) != NULL)
+		conn_abort(c, EGRESS_SHUTDOWN, "shutdown");
+	while ((pin = TAILQ_FIRST(&p->pins)) != NULL) {
+		TAILQ_REMOVE(&p->pins, pin, entry);
+		free(pin->name);
+		free(pin);
+	}
+	if (p->lease != NULL)
+		control_lease_lost(p->lease, p);
+	principal_deny_flush(p);
+	if (p->deny_flush != NULL)
+		event_free(p->deny_flush);
+	free(p->slots);
+	log_info("event=principal-remove principal=%s why=%s", p->name, why);
+	policy_free(p->policy);
+	free(p->socket);
+	free(p->policy_file);
+	free(p);
+}
+
+const struct pin *
+principal_pin_get(struct principal *p, const char *name)
+{
+	struct pin *pin, *next;
+	time_t now = time(NULL);
+
+	for (pin = TAILQ_FIRST(&p->pins); pin != NULL; pin = next) {
+		next = TAILQ_NEXT(pin, entry);
+		if (pin->expires <= now) {
+			TAILQ_REMOVE(&p->pins, pin, entry);
+			p->npins--;
+			free(pin->name);
+			free(pin);
+			continue;
+		}
+		if (strcmp(pin->name, name) == 0)
+			return pin;
+	}
+	return NULL;
+}
+
+void
+principal_pin_put(struct principal *p, const char *name, const struct addr *addrs, size_t n,
+    uint32_t ttl)
+{
+	const struct policy_settings *s = policy_settings(p->policy);
+	uint64_t life = ttl;
+	struct pin *pin;
+
+	/* max(TTL, pin min), never beyond pin max: a rebinding name stays where it was. */
+	if (life < s->pin_min)
+		life = s->pin_min;
+	if (life > s->pin_max)
+		life = s->pin_max;
+	if (life == 0)
+		return;
+	if (p->npins >= EGRESSD_PIN_MAX) {
+		pin = TAILQ_FIRST(&p->pins);           /* the oldest goes */
+		TAILQ_REMOVE(&p->pins, pin, entry);
+		p->npins--;
+		free(pin->name);
+		free(pin);
+	}
+	pin = xcalloc(1, sizeof(*pin));
+	pin->name = xstrdup(name);
+	memcpy(pin->addrs, addrs, n * sizeof(*addrs));
+	pin->naddrs = n;
+	pin->expires = time(NULL) + (time_t)life;
+	TAILQ_INSERT_TAIL(&p->pins, pin, entry);
+	p->npins++;
+}
+
+/* Writes the counted denials of the second that ended. */
+static void
+principal_deny_flush(struct principal *p)
+{
+	for (size_t i = 0; i < p->nslots; i++) {
+		struct deny_slot *d = &p->slots[i];
+		struct receipt r;
+
+		memset(&r, 0, sizeof(r));
+		r.event = RECEIPT_DENY;
+		r.principal = p->name;
+		r.policy = p->digest;
+		r.frontend = d->frontend;
+		r.host = d->host[0] ? d->host : NULL;
+		r.port = d->port;
+		r.reason = d->reason;
+		r.bytes_up = r.bytes_down = r.duration_ms = -1;
+		r.count = d->count;
+		receipt_write(&r);
+		log_info("event=deny principal=%s host=%s port=%d reason=%s count=%u "
+		    "detail=\"identical denials collapsed\"", p->name, d->host[0] ? d->host : "-",
+		    d->port, egress_reason_name(d->reason), d->count);
+	}
+	p->nslots = 0;
+}
+
+static void
+principal_deny_flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	principal_deny_flush(arg);
+}
+
+bool
+principal_deny_collapse(struct principal *p, enum egress_reason reason, const char *host,
+    int port, const char *frontend)
+{
+	time_t now = time(NULL);
+	struct deny_slot *d;
+	struct timeval tv = { 1, 0 };
+
+	if (p->deny_second != now) {
+		principal_deny_flush(p);
+		p->deny_second = now;
+		p->deny_count = 0;
+	}
+	if (p->deny_count < EGRESSD_DENY_BURST) {
+		p->deny_count++;
+		return false;
+	}
+	if (host == NULL)
+		host = "";
+	for (size_t i = 0; i < p->nslots; i++) {
+		d = &p->slots[i];
+		if (d->reason == reason && d->port == port && strcmp(d->host, host) == 0) {
+			d->count++;
+			return true;
+		}
+	}
+	if (p->nslots == EGRESSD_DENY_SLOTS)
+		return false;      /* too many distinct ones: each is written as it comes */
+	if (p->slots == NULL)
+		p->slots = xcalloc(EGRESSD_DENY_SLOTS, sizeof(*p->slots));
+	d = &p->slots[p->nslots++];
+	d->reason = reason;
+	snprintf(d->host, sizeof(d->host), "%s", host);
+	d->port = port;
+	d->frontend = frontend;
+	d->count = 1;
+	if (p->deny_flush == NULL)
+		p->deny_flush = evtimer_new(egressd_base, principal_deny_flush_cb, p);
+	if (!evtimer_pending(p->deny_flush, NULL))
+		evtimer_add(p->deny_flush, &tv);
+	return true;
+}

@@ -1,0 +1,151 @@
+/*
+ * proto.h: the parsers of the frontends egressd sniffs on a principal connection:
+ * HTTP/1.1 (CONNECT and absolute-form forwarding), SOCKS5 (RFC 1928, RFC 1929) and
+ * SOCKS4/4a. Every function here is pure: it looks at the bytes received so far, never
+ * reads past len, never allocates, and answers NEED_MORE, OK or ERROR with a reason.
+ * Input may arrive split at any byte or coalesced with what follows (bytes after the
+ * request are tunnel payload and are left alone: *consumed says where the request ends).
+ */
+#ifndef EGRESS_PROTO_H
+#define EGRESS_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "policy.h"
+
+enum proto_status {
+	PROTO_ERROR = -1,
+	PROTO_NEED_MORE = 0,
+	PROTO_OK = 1,
+};
+
+/* Why a request was refused before any policy decision. */
+struct proto_error {
+	enum egress_reason reason;   /* malformed-request, bad-host, unsupported */
+	int http_status;             /* HTTP status to send (400, 405, 431, 505...) */
+	int socks_rep;               /* SOCKS5 REP / SOCKS4 CD to send; -1: the table's */
+	const char *why;             /* static text for the log */
+	const uint8_t *raw;          /* the offending host bytes, for the receipt's "raw" */
+	size_t raw_len;
+};
+
+/* --- http.c -------------------------------------------------------------------------- */
+
+#define EGRESS_HTTP_HEAD_MAX 16384   /* request line + headers + blank line */
+#define EGRESS_HTTP_HEADERS_MAX 100  /* header lines */
+#define EGRESS_HTTP_METHOD_MAX 16
+#define EGRESS_HTTP_CHUNK_LINE_MAX 1024 /* chunk-size line incl. extensions */
+
+struct http_header {
+	const uint8_t *name;         /* into the caller's buffer */
+	size_t name_len;
+	const uint8_t *value;        /* leading and trailing OWS removed */
+	size_t value_len;
+};
+
+enum http_kind {
+	HTTP_CONNECT = 1,            /* CONNECT host:port */
+	HTTP_FORWARD,                /* METHOD http://host[:port]/path */
+};
+
+enum http_body {
+	HTTP_BODY_NONE = 0,
+	HTTP_BODY_LENGTH,            /* Content-Length: content_length */
+	HTTP_BODY_CHUNKED,           /* Transfer-Encoding: chunked (last coding) */
+};
+
+struct http_request {
+	enum http_kind kind;
+	char method[EGRESS_HTTP_METHOD_MAX + 1];
+	int version;                 /* 10 or 11 */
+	struct host host;            /* canonical, from the request target (never Host:) */
+	uint16_t port;               /* CONNECT: required, 1..65535; forward: default 80 */
+	const uint8_t *path;         /* forward: origin-form path and query ("/" if empty) */
+	size_t path_len;
+	struct http_header headers[EGRESS_HTTP_HEADERS_MAX];
+	size_t nheaders;
+	enum http_body body;
+	uint64_t content_length;
+	size_t head_len;             /* bytes up to and including the blank line */
+};
+
+/*
+ * Parses one request head. OK: req is filled and head_len says where the head ends.
+ * ERROR: err says why and which status to answer (400 malformed-request or bad-host, 405
+ * unsupported, 431 too large, 505 version). Leading empty lines (CRLF) are skipped.
+ */
+enum proto_status http_parse_request(const uint8_t *buf, size_t len, struct http_request *req,
+    struct proto_error *err);
+
+/*
+ * Writes the head egressd sends upstream for a HTTP_FORWARD request: the request line in
+ * origin form as HTTP/1.1, Host set to the target, the client's headers without hop-by-hop
+ * ones (Connection and the names it lists, Keep-Alive, Proxy-*, TE, Trailer, Upgrade,
+ * Host), with Content-Length / Transfer-Encoding kept for the body, then
+ * "Connection: close". Returns the length, or 0 if it does not fit in cap.
+ */
+size_t http_forward_head(const struct http_request *req, uint8_t *out, size_t cap);
+
+/* An error response: status line, Egress-Reason, Connection: close, a text body. */
+size_t http_error_response(int status, enum egress_reason reason, uint8_t *out, size_t cap);
+
+/* Incremental scanner of a chunked body, to find where exactly one request ends. */
+struct http_chunked {
+	int state;                   /* internal */
+	uint64_t left;               /* bytes of the current chunk still to come */
+	size_t line;                 /* bytes of the current size/trailer line so far */
+	bool done;
+};
+/*
+ * Scans len more bytes of a chunked body. Returns OK when the body (last chunk and
+ * trailers) ended, *consumed being the bytes of buf that belong to it; NEED_MORE when all
+ * of buf belongs to it and more is needed; ERROR for malformed framing.
+ */
+enum proto_status http_chunked_scan(struct http_chunked *c, const uint8_t *buf, size_t len,
+    size_t *consumed, struct proto_error *err);
+
+/* --- socks.c ------------------------------------------------------------------------- */
+
+#define EGRESS_SOCKS_NAME_MAX 255    /* SOCKS4a host and user id, SOCKS5 name */
+
+struct socks_request {
+	int version;                 /* 4 or 5 */
+	bool by_name;                /* SOCKS5 ATYP 3 or SOCKS4a: the client sent a name */
+	struct host host;            /* canonical */
+	uint16_t port;               /* may be 0: the policy refuses it */
+};
+
+enum socks5_stage {
+	SOCKS5_GREETING = 0,
+	SOCKS5_AUTH,                 /* RFC 1929 username/password, any credential accepted */
+	SOCKS5_REQUEST,
+	SOCKS5_DONE,
+};
+
+struct socks5 {
+	enum socks5_stage stage;
+};
+
+/*
+ * Takes the next SOCKS5 message from buf. OK: *consumed bytes were one message; reply
+ * (replylen bytes, at most 10) must be sent to the client; when the stage becomes
+ * SOCKS5_DONE, req holds the CONNECT request and no reply is written (the caller answers
+ * after its decision with socks5_reply). ERROR: reply holds the failure answer to send
+ * before closing (may be empty), err says why.
+ */
+enum proto_status socks5_step(struct socks5 *s, const uint8_t *buf, size_t len,
+    size_t *consumed, uint8_t reply[10], size_t *replylen, struct socks_request *req,
+    struct proto_error *err);
+/* A complete reply with BND.ADDR 0.0.0.0:0. */
+size_t socks5_reply(uint8_t rep, uint8_t out[10]);
+
+/* One SOCKS4 or SOCKS4a request; OK: *consumed bytes were the request. */
+enum proto_status socks4_parse(const uint8_t *buf, size_t len, size_t *consumed,
+    struct socks_request *req, struct proto_error *err);
+/* The 8-byte reply, DSTPORT and DSTIP zero. */
+size_t socks4_reply(uint8_t cd, uint8_t out[8]);
+
+#endif
