@@ -291,8 +291,7 @@ conf_directive(struct conf_parse *cp, const struct conf_field *f, size_t nf)
 		return;
 	}
 	/* In the SPEC, not built yet: refused rather than silently without effect. */
-	if (field_eq(&f[0], "lease") || field_eq(&f[0], "policy-dir") ||
-	    field_eq(&f[0], "signing-key")) {
+	if (field_eq(&f[0], "signing-key")) {
 		conf_error(cp, f[0].col, "'%.*s' is not implemented in this version of egressd",
 		    (int)f[0].len, f[0].s);
 		return;
@@ -514,6 +513,10 @@ conf_load(const char *file)
 			conf_error(&cp, 1, "socket %s of principal '%s' is not directly inside "
 			    "runtime-dir %s", pr->socket, pr->name, c->runtime_dir);
 		}
+	}
+	if (c->lease != NULL && c->policy_dir == NULL) {
+		cp.line = 0;
+		conf_error(&cp, 1, "a lease socket needs a policy-dir (the policies leases may name)");
 	}
 	if (cp.errors != 0) {
 		conf_free(c);

@@ -7,6 +7,7 @@
  *   {"verb":"principal-add","name":N,"policy":FILE,"owner":"UID:GID","peer_uid":U,"lease":B}
  *   {"verb":"principal-remove","name":N}
  *   {"verb":"principal-list"}
+ *   {"verb":"lease","policy":NAME}            (also on the lease socket, which serves only it)
  *
  * Answers are {"ok":true,...} or {"ok":false,"error":"..."}. A lease principal lives as
  * long as the control connection that created it.
@@ -14,6 +15,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,7 @@
 
 #include <event2/buffer.h>
 #include <jansson.h>
+#include <openssl/rand.h>
 
 #include "egressd.h"
 
@@ -31,6 +34,9 @@
 
 struct ctl_client {
 	struct bufferevent *bev;
+	bool lease_only;             /* arrived on the lease socket */
+	uid_t uid;                   /* SO_PEERCRED */
+	gid_t gid;
 	struct principal *leased[16]; /* principals this connection holds */
 	size_t nleased;
 	TAILQ_ENTRY(ctl_client) entry;
@@ -38,9 +44,9 @@ struct ctl_client {
 
 static TAILQ_HEAD(, ctl_client) ctl_clients = TAILQ_HEAD_INITIALIZER(ctl_clients);
 static size_t ctl_nclients;
-static int ctl_fd = -1;
-static struct event *ctl_ev;
-static char *ctl_path;
+static int ctl_fd = -1, lease_fd = -1;
+static struct event *ctl_ev, *lease_ev;
+static char *ctl_path, *lease_path;
 
 static void
 ctl_reply(struct ctl_client *cl, json_t *o)
@@ -150,6 +156,61 @@ ctl_principal_add(struct ctl_client *cl, json_t *req)
 	}
 }
 
+/*
+ * lease: a principal for the caller, living as long as this connection, with a sealed
+ * policy named from policy-dir (a plain file name: no path is taken from the caller),
+ * owned by the caller's SO_PEERCRED uid and gid.
+ */
+static void
+ctl_lease(struct ctl_client *cl, json_t *req)
+{
+	const char *name = json_string_value(json_object_get(req, "policy"));
+	char err[512], pname[EGRESSD_NAME_MAX + 1], *path, *sock;
+	uint8_t r[6];
+	struct principal *p;
+	json_t *o;
+
+	if (egressd_conf->policy_dir == NULL) {
+		ctl_error(cl, "no policy-dir configured: leases are off");
+		return;
+	}
+	if (name == NULL || !conf_valid_name(name)) {
+		ctl_error(cl, "lease needs the name of a policy in policy-dir (letters, digits, "
+		    "'.', '_', '-')");
+		return;
+	}
+	if (cl->nleased == sizeof(cl->leased) / sizeof(cl->leased[0])) {
+		ctl_error(cl, "too many leases on one connection");
+		return;
+	}
+	if (RAND_bytes(r, sizeof(r)) != 1) {
+		ctl_error(cl, "no random bytes");
+		return;
+	}
+	snprintf(pname, sizeof(pname), "lease-%u-", (unsigned)cl->uid);
+	egress_hex(r, sizeof(r), pname + strlen(pname));
+	xasprintf(&path, "%s/%s", egressd_conf->policy_dir, name);
+	xasprintf(&sock, "%s/%s.sock", egressd_conf->runtime_dir, pname);
+	p = principal_create(pname, sock, path, true, cl->uid, cl->gid, false, 0, err,
+	    sizeof(err));
+	free(path);
+	free(sock);
+	if (p == NULL) {
+		ctl_error(cl, err);
+		return;
+	}
+	if (policy_mac_state(p->policy) == POLICY_UNSEALED) {
+		principal_remove(p, "lease-refused");
+		ctl_error(cl, "a lease may only name a sealed policy (egress-policy seal)");
+		return;
+	}
+	p->lease = cl;
+	cl->leased[cl->nleased++] = p;
+	o = ctl_principal_json(p);
+	json_object_set_new(o, "ok", json_true());
+	ctl_reply(cl, o);
+}
+
 static void
 ctl_dispatch(struct ctl_client *cl, const char *line, size_t len)
 {
@@ -165,6 +226,10 @@ ctl_dispatch(struct ctl_client *cl, const char *line, size_t len)
 	verb = json_string_value(json_object_get(req, "verb"));
 	if (verb == NULL)
 		ctl_error(cl, "no verb");
+	else if (strcmp(verb, "lease") == 0)
+		ctl_lease(cl, req);
+	else if (cl->lease_only)
+		ctl_error(cl, "the lease socket serves the lease verb only");
 	else if (strcmp(verb, "status") == 0) {
 		struct principal *p;
 		int n = 0;
@@ -258,19 +323,26 @@ ctl_accept_cb(evutil_socket_t lfd, short what, void *arg)
 	struct ctl_client *cl;
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
+	bool lease_only = arg != NULL;
 	int fd;
 
 	(void)what;
-	(void)arg;
 	if ((fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) == -1)
 		return;
+	memset(&cred, 0, sizeof(cred));
+	/* The control socket is for root and egressd's user; the lease socket's mode and
+	 * group say who may lease. */
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1 ||
-	    (cred.uid != 0 && cred.uid != geteuid()) || ctl_nclients >= CTL_MAX_CLIENTS) {
+	    (!lease_only && cred.uid != 0 && cred.uid != geteuid()) ||
+	    ctl_nclients >= CTL_MAX_CLIENTS) {
 		log_warn("event=control-refused uid=%d", (int)cred.uid);
 		close(fd);
 		return;
 	}
 	cl = xcalloc(1, sizeof(*cl));
+	cl->lease_only = lease_only;
+	cl->uid = cred.uid;
+	cl->gid = cred.gid;
 	cl->bev = bufferevent_socket_new(egressd_base, fd, BEV_OPT_CLOSE_ON_FREE);
 	bufferevent_setcb(cl->bev, ctl_read_cb, NULL, ctl_event_cb, cl);
 	bufferevent_setwatermark(cl->bev, EV_READ, 0, EGRESSD_CTL_LINE_MAX + 1);
@@ -279,17 +351,18 @@ ctl_accept_cb(evutil_socket_t lfd, short what, void *arg)
 	ctl_nclients++;
 }
 
-int
-control_init(struct event_base *base, const char *path)
+static int
+ctl_listen(const char *path, mode_t mode, gid_t gid, bool set_group)
 {
 	struct sockaddr_un sun;
 	struct stat st;
 	mode_t old;
+	int fd;
 
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
 	if (strlen(path) >= sizeof(sun.sun_path)) {
-		fprintf(stderr, "egressd: control socket path too long\n");
+		fprintf(stderr, "egressd: socket path too long: %s\n", path);
 		return -1;
 	}
 	memcpy(sun.sun_path, path, strlen(path));
@@ -300,18 +373,55 @@ control_init(struct event_base *base, const char *path)
 		}
 		unlink(path);
 	}
-	ctl_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	old = umask(0177);
-	if (ctl_fd == -1 || bind(ctl_fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
-	    listen(ctl_fd, 16) == -1) {
+	if (fd == -1 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
+	    (set_group && lchown(path, (uid_t)-1, gid) == -1) || chmod(path, mode) == -1 ||
+	    listen(fd, 16) == -1) {
 		umask(old);
-		fprintf(stderr, "egressd: control %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "egressd: %s: %s\n", path, strerror(errno));
+		if (fd != -1)
+			close(fd);
 		return -1;
 	}
 	umask(old);
+	return fd;
+}
+
+int
+control_init(struct event_base *base, const char *path)
+{
+	const struct conf *conf = egressd_conf;
+
+	if ((ctl_fd = ctl_listen(path, 0600, 0, false)) == -1)
+		return -1;
 	ctl_path = xstrdup(path);
 	ctl_ev = event_new(base, ctl_fd, EV_READ | EV_PERSIST, ctl_accept_cb, NULL);
 	event_add(ctl_ev, NULL);
+	if (conf->lease != NULL) {
+		gid_t gid = 0;
+		bool set_group = false;
+
+		if (conf->lease_group != NULL) {
+			struct group *gr = getgrnam(conf->lease_group);
+
+			if (gr == NULL) {
+				fprintf(stderr, "egressd: lease group %s: no such group\n",
+				    conf->lease_group);
+				return -1;
+			}
+			gid = gr->gr_gid;
+			set_group = true;
+		}
+		if ((lease_fd = ctl_listen(conf->lease, set_group ? 0660 : 0600, gid,
+		    set_group)) == -1)
+			return -1;
+		lease_path = xstrdup(conf->lease);
+		/* A non-NULL argument marks the lease socket. */
+		lease_ev = event_new(base, lease_fd, EV_READ | EV_PERSIST, ctl_accept_cb,
+		    &lease_fd);
+		event_add(lease_ev, NULL);
+	}
 	return 0;
 }
 
@@ -332,4 +442,14 @@ control_shutdown(void)
 	ctl_fd = -1;
 	free(ctl_path);
 	ctl_path = NULL;
+	if (lease_ev != NULL)
+		event_free(lease_ev);
+	lease_ev = NULL;
+	if (lease_fd != -1) {
+		close(lease_fd);
+		unlink(lease_path);
+	}
+	lease_fd = -1;
+	free(lease_path);
+	lease_path = NULL;
 }

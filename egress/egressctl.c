@@ -36,7 +36,8 @@ usage(const char *msg)
 	    "       egressctl [-s SOCK] principal add NAME --policy FILE [--owner UID:GID]\n"
 	    "                 [--peer-uid UID] [--lease]\n"
 	    "       egressctl [-s SOCK] principal remove NAME\n"
-	    "       egressctl [-s SOCK] principal list\n");
+	    "       egressctl [-s SOCK] principal list\n"
+	    "       egressctl [-s SOCK] lease POLICY-NAME\n");
 	exit(2);
 }
 
@@ -147,6 +148,32 @@ cmd_status(int fd)
 	return 0;
 }
 
+/* Holds the control connection open: the lease ends when it closes. */
+static void
+hold_lease(int fd)
+{
+	char b;
+
+	while (read(fd, &b, 1) > 0 || errno == EINTR)
+		;
+}
+
+static int
+cmd_lease(int fd, int argc, char **argv)
+{
+	json_t *o;
+
+	if (argc != 1)
+		usage("lease takes POLICY-NAME");
+	o = ctl_call(fd, json_pack("{s:s,s:s}", "verb", "lease", "policy", argv[0]));
+	printf("%s %s %s %s\n", jstr(o, "name"), jstr(o, "socket"), jstr(o, "dev_ino"),
+	    jstr(o, "policy"));
+	fflush(stdout);
+	json_decref(o);
+	hold_lease(fd);
+	return 0;
+}
+
 static int
 cmd_principal(int fd, int argc, char **argv)
 {
@@ -227,13 +254,8 @@ cmd_principal(int fd, int argc, char **argv)
 		    jstr(o, "policy"));
 		fflush(stdout);
 		json_decref(o);
-		if (lease) {
-			char b;
-
-			/* The lease lasts as long as this connection: hold it until killed. */
-			while (read(fd, &b, 1) > 0 || errno == EINTR)
-				;
-		}
+		if (lease)
+			hold_lease(fd);
 		return 0;
 	}
 	usage("principal needs add, remove or list");
@@ -262,7 +284,8 @@ main(int argc, char **argv)
 		printf("egressctl %s\n", PACKAGE_VERSION);
 		return 0;
 	}
-	if (strcmp(argv[0], "status") != 0 && strcmp(argv[0], "principal") != 0)
+	if (strcmp(argv[0], "status") != 0 && strcmp(argv[0], "principal") != 0 &&
+	    strcmp(argv[0], "lease") != 0)
 		usage("unknown verb");
 	signal(SIGPIPE, SIG_IGN);
 	fd = ctl_connect(sock);
@@ -271,5 +294,7 @@ main(int argc, char **argv)
 			usage("status takes no operand");
 		return cmd_status(fd);
 	}
+	if (strcmp(argv[0], "lease") == 0)
+		return cmd_lease(fd, argc - 1, argv + 1);
 	return cmd_principal(fd, argc - 1, argv + 1);
 }

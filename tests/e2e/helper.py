@@ -1,0 +1,816 @@
+#!/usr/bin/env python3
+"""
+helper.py: the clients, upstream servers and receipt checks of egressd's end-to-end
+tests (tests/e2e/*.sh). Python standard library only.
+
+Trust and scope: it connects only to AF_UNIX principal sockets and to loopback addresses
+(127.0.0.0/8, ::1); a server binds only loopback. Every wait has a deadline, every loop
+a bound, so a broken egressd makes a test fail, never hang.
+
+  servers:  echo, http, eofreply, bulk, flood, backlog0   (write --port-file when ready)
+  clients:  tunnel (SOCKS5, SOCKS4, SOCKS4a, HTTP CONNECT + a mode), raw (bytes in, bytes
+            or an HTTP verdict out)
+  receipts: rcpt (query), chain (hash chain, MAC, every open closed)
+  misc:     freeport, lo-up (bring lo up in a fresh network namespace), rss
+"""
+import argparse
+import hashlib
+import hmac
+import ipaddress
+import json
+import os
+import socket
+import struct
+import sys
+import threading
+import time
+
+CHUNK = 1 << 16
+
+
+def die(msg):
+    sys.stderr.write("helper: %s\n" % msg)
+    sys.exit(2)
+
+
+def loopback_only(addr):
+    if not ipaddress.ip_address(addr).is_loopback:
+        die("refusing a non-loopback address %s" % addr)
+
+
+def write_atomic(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.rename(tmp, path)
+
+
+def out(line):
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+# --- servers -------------------------------------------------------------------------
+
+
+def listener(addr, port, backlog=128):
+    loopback_only(addr)
+    fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((addr, port))
+    s.listen(backlog)
+    return s
+
+
+def log_line(path, obj):
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps(obj, sort_keys=True) + "\n")
+
+
+def recv_to_eof(c, limit=None, deadline=None):
+    """Reads until EOF; returns (count, sha256 hex, first bytes)."""
+    h = hashlib.sha256()
+    n = 0
+    first = b""
+    while True:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            c.settimeout(left)
+        try:
+            b = c.recv(CHUNK)
+        except (socket.timeout, ConnectionResetError):
+            break
+        if not b:
+            break
+        h.update(b)
+        if len(first) < 256:
+            first += b[: 256 - len(first)]
+        n += len(b)
+        if limit is not None and n >= limit:
+            break
+    return n, h.hexdigest(), first
+
+
+def serve_forever(s, handler, args):
+    while True:
+        c, peer = s.accept()
+        log_line(args.conn_log, {"peer": peer[0], "local": c.getsockname()[0]})
+        t = threading.Thread(target=handler, args=(c, args), daemon=True)
+        t.start()
+
+
+def h_echo(c, args):
+    try:
+        while True:
+            b = c.recv(CHUNK)
+            if not b:
+                break
+            c.sendall(b)
+        c.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+    finally:
+        c.close()
+
+
+def read_head(c, buf, deadline):
+    while b"\r\n\r\n" not in buf:
+        c.settimeout(max(0.01, deadline - time.monotonic()))
+        b = c.recv(CHUNK)
+        if not b:
+            raise EOFError("eof in head")
+        buf += b
+        if len(buf) > 1 << 20:
+            raise EOFError("head too large")
+    i = buf.index(b"\r\n\r\n") + 4
+    return buf[:i], buf[i:]
+
+
+def read_exact(c, buf, n, deadline):
+    while len(buf) < n:
+        c.settimeout(max(0.01, deadline - time.monotonic()))
+        b = c.recv(CHUNK)
+        if not b:
+            raise EOFError("eof in body")
+        buf += b
+    return buf[:n], buf[n:]
+
+
+def read_line(c, buf, deadline):
+    while b"\r\n" not in buf:
+        c.settimeout(max(0.01, deadline - time.monotonic()))
+        b = c.recv(CHUNK)
+        if not b:
+            raise EOFError("eof in chunk line")
+        buf += b
+    i = buf.index(b"\r\n")
+    return buf[:i], buf[i + 2:]
+
+
+def h_http(c, args):
+    """One request per connection, then Connection: close; logs what arrived, including
+    any byte after the request (a second request must never be forwarded)."""
+    rec = {"server": args.name}
+    deadline = time.monotonic() + 10
+    try:
+        head, rest = read_head(c, b"", deadline)
+        lines = head[:-4].split(b"\r\n")
+        method, target, version = lines[0].decode("latin-1").split(" ", 2)
+        headers = []
+        for l in lines[1:]:
+            k, v = l.decode("latin-1").split(":", 1)
+            headers.append([k.strip(), v.strip()])
+        hmap = {}
+        for k, v in headers:
+            hmap.setdefault(k.lower(), []).append(v)
+        body = b""
+        if "chunked" in ",".join(hmap.get("transfer-encoding", [])).lower():
+            rec["framing"] = "chunked"
+            while True:
+                line, rest = read_line(c, rest, deadline)
+                size = int(line.split(b";")[0], 16)
+                if size == 0:
+                    while True:
+                        line, rest = read_line(c, rest, deadline)
+                        if line == b"":
+                            break
+                    break
+                data, rest = read_exact(c, rest, size + 2, deadline)
+                body += data[:-2]
+        elif "content-length" in hmap:
+            rec["framing"] = "length"
+            body, rest = read_exact(c, rest, int(hmap["content-length"][0]), deadline)
+        rec.update(method=method, target=target, version=version, headers=headers,
+                   body_len=len(body), body_sha256=hashlib.sha256(body).hexdigest())
+        payload = ("%s %s %s %d\n" % (args.name, method, target, len(body))).encode()
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n"
+                  b"Connection: close\r\nX-Upstream: %s\r\n\r\n%s"
+                  % (len(payload), args.name.encode(), payload))
+        c.shutdown(socket.SHUT_WR)
+        n, _, first = recv_to_eof(c, deadline=time.monotonic() + 3)
+        rec["extra"] = len(rest) + n
+        rec["extra_text"] = (rest + first)[:200].decode("latin-1")
+    except (OSError, EOFError, ValueError) as e:
+        rec["error"] = str(e)
+    finally:
+        c.close()
+        log_line(args.log, rec)
+
+
+def h_eofreply(c, args):
+    """Reads to EOF, then answers what it got and --reply-bytes more, then closes."""
+    try:
+        n, sha, _ = recv_to_eof(c, deadline=time.monotonic() + 30)
+        c.sendall(("got %d %s\n" % (n, sha)).encode())
+        block = bytes(range(256)) * 256
+        left = args.reply_bytes
+        while left > 0:
+            m = min(left, len(block))
+            c.sendall(block[:m])
+            left -= m
+        c.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+    finally:
+        c.close()
+
+
+def h_bulk(c, args):
+    """Sends --send FILE while hashing what arrives; reports both sides."""
+    res = {}
+
+    def reader():
+        res["n"], res["sha"], _ = recv_to_eof(c, deadline=time.monotonic() + 120)
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    sent = 0
+    try:
+        with open(args.send, "rb") as f:
+            sent = c.sendfile(f)
+        c.shutdown(socket.SHUT_WR)
+    except OSError as e:
+        res["error"] = str(e)
+    t.join(130)
+    c.close()
+    write_atomic(args.report, "recv %d %s sent %d\n" % (res.get("n", -1), res.get("sha", "-"),
+                                                        sent))
+
+
+def h_flood(c, args):
+    """Sends --bytes of a random block pattern as fast as the reader takes it."""
+    block = os.urandom(1 << 20)
+    h = hashlib.sha256()
+    sent = 0
+    try:
+        while sent < args.bytes:
+            m = min(len(block), args.bytes - sent)
+            c.sendall(block[:m])
+            h.update(block[:m])
+            sent += m
+        c.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+    finally:
+        c.close()
+        write_atomic(args.report, "sent %d %s\n" % (sent, h.hexdigest()))
+
+
+def cmd_serve(args):
+    s = listener(args.addr, args.port)
+    handler = {"echo": h_echo, "http": h_http, "eofreply": h_eofreply, "bulk": h_bulk,
+               "flood": h_flood}[args.kind]
+    write_atomic(args.port_file, "%d\n" % s.getsockname()[1])
+    serve_forever(s, handler, args)
+
+
+def cmd_backlog0(args):
+    """A listener whose accept queue is full: further SYNs are dropped (Linux), so a
+    connect to it times out without any other host being involved."""
+    s = listener(args.addr, args.port, backlog=0)
+    port = s.getsockname()[1]
+    fillers = []
+    for _ in range(8):
+        f = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        f.setblocking(False)
+        try:
+            f.connect((args.addr, port))
+        except BlockingIOError:
+            pass
+        fillers.append(f)
+        time.sleep(0.05)
+    write_atomic(args.port_file, "%d\n" % port)
+    while True:
+        time.sleep(3600)
+
+
+# --- clients -------------------------------------------------------------------------
+
+
+def connect_unix(path, uid=None, timeout=10):
+    if uid is not None:
+        os.setgid(uid)
+        os.setuid(uid)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    s.connect(path)
+    return s
+
+
+def recv_n(s, n, deadline):
+    buf = b""
+    while len(buf) < n:
+        s.settimeout(max(0.01, deadline - time.monotonic()))
+        try:
+            b = s.recv(n - len(buf))
+        except socket.timeout:
+            break
+        except ConnectionResetError:
+            break
+        if not b:
+            break
+        buf += b
+    return buf
+
+
+def closed_soon(s, secs=3.0):
+    """True when the peer closes within secs and sends nothing more."""
+    s.settimeout(secs)
+    try:
+        b = s.recv(1)
+    except socket.timeout:
+        return "open"
+    except ConnectionResetError:
+        return "closed"
+    return "closed" if not b else "data"
+
+
+def send_maybe_split(s, data, split):
+    if not split:
+        s.sendall(data)
+        return
+    for i in range(len(data)):
+        s.sendall(data[i:i + 1])
+        time.sleep(0.002)
+
+
+def host_bytes(host, atyp):
+    if atyp == 1:
+        return socket.inet_pton(socket.AF_INET, host)
+    if atyp == 4:
+        return socket.inet_pton(socket.AF_INET6, host)
+    hb = host.encode()
+    return bytes([len(hb)]) + hb
+
+
+def handshake(s, args):
+    """Returns (ok, status text)."""
+    deadline = time.monotonic() + args.timeout
+    if args.proto == "socks5":
+        atyp = args.atyp
+        if atyp is None:
+            atyp = 1 if ":" not in args.host and all(
+                p.isdigit() for p in args.host.split(".")) and args.host.count(".") == 3 else 3
+            if ":" in args.host:
+                atyp = 4
+        greet = bytes([5, 1, 0])
+        req = bytes([5, args.cmd, args.rsv, atyp]) + host_bytes(args.host, atyp) + \
+            struct.pack(">H", args.port)
+        if args.coalesce:
+            send_maybe_split(s, greet + req, args.split)
+            sel = recv_n(s, 2, deadline)
+        else:
+            send_maybe_split(s, greet, args.split)
+            sel = recv_n(s, 2, deadline)
+            if sel == b"\x05\x00":
+                send_maybe_split(s, req, args.split)
+        if sel != b"\x05\x00":
+            return False, "greeting=%s %s" % (sel.hex() or "none", closed_soon(s))
+        rep = recv_n(s, 10, deadline)
+        if len(rep) < 2:
+            return False, "none %s" % closed_soon(s, 0.5)
+        if len(rep) != 10 or rep[0] != 5 or rep[2] != 0 or rep[3] != 1:
+            return False, "badreply=%s" % rep.hex()
+        if rep[1] != 0:
+            return False, "%02x %s" % (rep[1], closed_soon(s))
+        return True, "00"
+    if args.proto in ("socks4", "socks4a"):
+        if args.proto == "socks4":
+            ip = socket.inet_pton(socket.AF_INET, args.host)
+            req = bytes([4, args.cmd]) + struct.pack(">H", args.port) + ip + b"e2e\0"
+        else:
+            req = bytes([4, args.cmd]) + struct.pack(">H", args.port) + b"\0\0\0\x01" + \
+                b"e2e\0" + args.host.encode() + b"\0"
+        send_maybe_split(s, req, args.split)
+        rep = recv_n(s, 8, deadline)
+        if len(rep) < 2:
+            return False, "none %s" % closed_soon(s, 0.5)
+        if len(rep) != 8 or rep[0] != 0:
+            return False, "badreply=%s" % rep.hex()
+        if rep[1] != 90:
+            return False, "%d %s" % (rep[1], closed_soon(s))
+        return True, "90"
+    # HTTP CONNECT
+    authority = "[%s]:%d" % (args.host, args.port) if ":" in args.host else \
+        "%s:%d" % (args.host, args.port)
+    req = ("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (authority, authority)).encode()
+    send_maybe_split(s, req, args.split)
+    head = b""
+    while b"\r\n\r\n" not in head and time.monotonic() < deadline:
+        b = recv_n(s, 1, deadline)
+        if not b:
+            break
+        head += b
+    if not head:
+        return False, "none %s" % closed_soon(s, 0.5)
+    status, reason = http_verdict(head)
+    if status != "200":
+        return False, "%s %s %s" % (status, reason, closed_soon(s))
+    return True, "200"
+
+
+def http_verdict(data):
+    """'STATUS EGRESS-REASON CONNECTION' of an HTTP response head."""
+    head = data.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
+    parts = head[0].split(" ")
+    status = parts[1] if len(parts) > 1 else "?"
+    reason = "-"
+    for l in head[1:]:
+        if ":" in l:
+            k, v = l.split(":", 1)
+            if k.strip().lower() == "egress-reason":
+                reason = v.strip()
+    return status, reason
+
+
+def cmd_tunnel(args):
+    s = connect_unix(args.sock, args.uid, args.timeout)
+    ok, status = handshake(s, args)
+    if args.status_file:
+        write_atomic(args.status_file, status + "\n")
+    out(status)
+    if not ok:
+        return 0
+    t0 = time.monotonic()
+    mode = args.mode
+    if mode == "none":
+        s.close()
+    elif mode == "echo":
+        data = os.urandom(args.size)
+        s.sendall(data)
+        got = recv_n(s, len(data), time.monotonic() + args.timeout)
+        out("echo-ok" if got == data else "echo-bad %d" % len(got))
+    elif mode == "hold":
+        # Stays until the far side closes or the hold file disappears.
+        s.setblocking(False)
+        n = 0
+        why = "held"
+        end = time.monotonic() + args.hold_secs
+        while time.monotonic() < end:
+            if args.hold_file and not os.path.exists(args.hold_file):
+                why = "released"
+                break
+            try:
+                b = s.recv(CHUNK)
+                if not b:
+                    why = "eof"
+                    break
+                n += len(b)
+            except BlockingIOError:
+                time.sleep(0.05)
+            except ConnectionResetError:
+                why = "reset"
+                break
+        out("%s %.1f %d" % (why, time.monotonic() - t0, n))
+    elif mode == "bulk":
+        res = {}
+
+        def reader():
+            res["r"] = recv_to_eof(s, deadline=time.monotonic() + 120)
+
+        th = threading.Thread(target=reader, daemon=True)
+        th.start()
+        with open(args.send, "rb") as f:
+            s.settimeout(120)
+            s.sendfile(f)
+        s.shutdown(socket.SHUT_WR)
+        th.join(130)
+        n, sha, _ = res.get("r", (-1, "-", b""))
+        out("recv %d %s" % (n, sha))
+    elif mode == "halfclose":
+        s.sendall(args.data.encode())
+        s.shutdown(socket.SHUT_WR)
+        n, sha, first = recv_to_eof(s, deadline=time.monotonic() + args.timeout)
+        out("recv %d %s" % (n, sha))
+        out("first %s" % first.split(b"\n")[0].decode("latin-1"))
+    elif mode == "slow":
+        write_atomic(args.ready_file, "ready\n")
+        end = time.monotonic() + 60
+        while not os.path.exists(args.go_file) and time.monotonic() < end:
+            time.sleep(0.05)
+        n, sha, _ = recv_to_eof(s, deadline=time.monotonic() + 60)
+        out("recv %d %s" % (n, sha))
+    elif mode == "flood":
+        # Sends until the tunnel is closed under it (quota-bytes); echoes are read.
+        s.setblocking(False)
+        sent = recvd = 0
+        block = b"q" * 512
+        end = time.monotonic() + args.timeout
+        why = "timeout"
+        while time.monotonic() < end:
+            try:
+                if sent < args.size:
+                    sent += s.send(block)
+            except BlockingIOError:
+                pass
+            except (BrokenPipeError, ConnectionResetError):
+                why = "reset"
+                break
+            try:
+                b = s.recv(CHUNK)
+                if not b:
+                    why = "eof"
+                    break
+                recvd += len(b)
+            except BlockingIOError:
+                time.sleep(0.01)
+            except ConnectionResetError:
+                why = "reset"
+                break
+        out("%s sent %d recv %d" % (why, sent, recvd))
+    return 0
+
+
+def unescape(text):
+    return text.encode("latin-1").decode("unicode_escape").encode("latin-1")
+
+
+def cmd_raw(args):
+    s = connect_unix(args.sock, args.uid, args.timeout)
+    data = bytes.fromhex(args.hex) if args.hex is not None else unescape(args.data)
+    send_maybe_split(s, data, args.split)
+    if args.shut:
+        s.shutdown(socket.SHUT_WR)
+    t0 = time.monotonic()
+    n, _, first = (0, None, b"")
+    buf = b""
+    deadline = time.monotonic() + args.timeout
+    state = "open"
+    while time.monotonic() < deadline:
+        s.settimeout(max(0.01, deadline - time.monotonic()))
+        try:
+            b = s.recv(CHUNK)
+        except socket.timeout:
+            break
+        except ConnectionResetError:
+            state = "closed"
+            break
+        if not b:
+            state = "closed"
+            break
+        buf += b
+        if len(buf) > 1 << 20:
+            break
+    secs = time.monotonic() - t0
+    if args.http:
+        if not buf:
+            out("none - %s" % state)
+        else:
+            status, reason = http_verdict(buf)
+            out("%s %s %s" % (status, reason, state))
+        if args.body:
+            out(buf.split(b"\r\n\r\n", 1)[-1].decode("latin-1").strip())
+    else:
+        out("%s %s" % (buf.hex() or "none", state))
+    if args.elapsed:
+        out("elapsed %.1f" % secs)
+    return 0
+
+
+# --- receipts ------------------------------------------------------------------------
+
+
+def load_records(path, skip=0):
+    recs = []
+    try:
+        with open(path, "rb") as f:
+            lines = f.read().split(b"\n")
+    except FileNotFoundError:
+        return recs
+    for i, l in enumerate(lines[:-1]):
+        if i < skip:
+            continue
+        try:
+            recs.append(json.loads(l))
+        except ValueError:
+            pass
+    return recs
+
+
+def matches(r, wheres):
+    for w in wheres:
+        k, v = w.split("=", 1)
+        if str(r.get(k, "")) != v:
+            return False
+    return True
+
+
+def cmd_rcpt(args):
+    end = time.monotonic() + args.wait
+    while True:
+        hits = [r for r in load_records(args.file, args.skip) if matches(r, args.where)]
+        if len(hits) >= args.min or time.monotonic() >= end:
+            break
+        time.sleep(0.05)
+    if args.count:
+        out(str(len(hits)))
+        return 0
+    if not hits:
+        out("none")
+        return 0
+    r = hits[-1]
+    out(" ".join(str(r.get(f, "-")) for f in args.fields.split(",")))
+    return 0
+
+
+def cmd_chain(args):
+    """Checks prev (hash chain), seq, mac (with --key), member order and that every open
+    has one close; a torn line is accepted only when a repair record follows it."""
+    key = open(args.key, "rb").read() if args.key else None
+    with open(args.file, "rb") as f:
+        lines = f.read().split(b"\n")
+    problems = []
+    if lines and lines[-1] != b"":
+        problems.append("file does not end with a newline")
+    lines = lines[:-1]
+    prev = "sha256:" + "0" * 64
+    seq = None
+    opens, closes = {}, {}
+    torn = repairs = 0
+    order = ["seq", "prev", "event", "id", "time", "principal", "policy", "frontend",
+             "host", "raw", "port", "addr", "sni", "reason", "close", "detail", "bytes_up",
+             "bytes_down", "duration_ms", "count", "head", "sig", "mac"]
+    for i, l in enumerate(lines):
+        try:
+            r = json.loads(l)
+        except ValueError:
+            nxt = json.loads(lines[i + 1]) if i + 1 < len(lines) else {}
+            if nxt.get("event") == "repair":
+                torn += 1
+                continue
+            problems.append("line %d: not JSON" % (i + 1))
+            continue
+        if r.get("prev") != prev:
+            problems.append("line %d: prev %s, expected %s" % (i + 1, r.get("prev"), prev))
+        if seq is not None and r.get("seq") != seq + 1:
+            problems.append("line %d: seq %s after %s" % (i + 1, r.get("seq"), seq))
+        seq = r.get("seq")
+        keys = list(r.keys())
+        if keys != [k for k in order if k in r] or any(k not in order for k in keys):
+            problems.append("line %d: member order %s" % (i + 1, ",".join(keys)))
+        if key is not None:
+            cut = l.rfind(b',"mac"')
+            if cut < 0:
+                problems.append("line %d: no mac" % (i + 1))
+            else:
+                want = "hmac-sha256:" + hmac.new(key, b"egress-receipt-1\0" + l[:cut],
+                                                 hashlib.sha256).hexdigest()
+                if r.get("mac") != want:
+                    problems.append("line %d: bad mac" % (i + 1))
+        ev = r.get("event")
+        if ev == "open":
+            if r.get("id") in opens:
+                problems.append("line %d: second open of %s" % (i + 1, r.get("id")))
+            opens[r.get("id")] = i + 1
+        elif ev == "close":
+            if r.get("id") in closes:
+                problems.append("line %d: second close of %s" % (i + 1, r.get("id")))
+            if r.get("id") not in opens:
+                problems.append("line %d: close without open %s" % (i + 1, r.get("id")))
+            closes[r.get("id")] = i + 1
+        elif ev == "repair":
+            repairs += 1
+        prev = "sha256:" + hashlib.sha256(l).hexdigest()
+    for oid, ln in opens.items():
+        if oid not in closes:
+            problems.append("line %d: open %s has no close" % (ln, oid))
+    if torn != repairs and not args.allow_unrepaired:
+        problems.append("%d torn lines, %d repair records" % (torn, repairs))
+    for p in problems[:20]:
+        out(p)
+    if not problems:
+        out("ok %d records %d opens %d closes %d repairs" % (
+            len(lines) - torn, len(opens), len(closes), repairs))
+    return 1 if problems else 0
+
+
+# --- misc ----------------------------------------------------------------------------
+
+
+def cmd_freeport(args):
+    loopback_only(args.addr)
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind((args.addr, 0))
+    out(str(s.getsockname()[1]))
+    s.close()
+    return 0
+
+
+def cmd_lo_up(args):
+    import fcntl
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    ifr = struct.pack("16sh14x", b"lo", 0)
+    flags = struct.unpack("16sh14x", fcntl.ioctl(s, 0x8913, ifr))[1]   # SIOCGIFFLAGS
+    fcntl.ioctl(s, 0x8914, struct.pack("16sh14x", b"lo", flags | 1))  # SIOCSIFFLAGS, UP
+    return 0
+
+
+def cmd_rss(args):
+    with open("/proc/%d/status" % args.pid) as f:
+        for l in f:
+            if l.startswith("VmRSS:"):
+                out(l.split()[1])
+                return 0
+    out("0")
+    return 1
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="helper.py")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("serve")
+    p.add_argument("kind", choices=["echo", "http", "eofreply", "bulk", "flood"])
+    p.add_argument("--addr", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--port-file", required=True)
+    p.add_argument("--conn-log")
+    p.add_argument("--log")
+    p.add_argument("--name", default="upstream")
+    p.add_argument("--reply-bytes", type=int, default=0)
+    p.add_argument("--send")
+    p.add_argument("--report")
+    p.add_argument("--bytes", type=int, default=0)
+    p.set_defaults(fn=cmd_serve)
+
+    p = sub.add_parser("backlog0")
+    p.add_argument("--addr", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--port-file", required=True)
+    p.set_defaults(fn=cmd_backlog0)
+
+    p = sub.add_parser("tunnel")
+    p.add_argument("proto", choices=["socks5", "socks4", "socks4a", "connect"])
+    p.add_argument("sock")
+    p.add_argument("host")
+    p.add_argument("port", type=int)
+    p.add_argument("--mode", default="none",
+                   choices=["none", "echo", "hold", "bulk", "halfclose", "slow", "flood"])
+    p.add_argument("--atyp", type=int)
+    p.add_argument("--cmd", type=int, default=1)
+    p.add_argument("--rsv", type=int, default=0)
+    p.add_argument("--split", action="store_true")
+    p.add_argument("--coalesce", action="store_true")
+    p.add_argument("--uid", type=int)
+    p.add_argument("--timeout", type=float, default=10)
+    p.add_argument("--status-file")
+    p.add_argument("--size", type=int, default=1000)
+    p.add_argument("--hold-file")
+    p.add_argument("--hold-secs", type=float, default=60)
+    p.add_argument("--send")
+    p.add_argument("--data", default="")
+    p.add_argument("--ready-file")
+    p.add_argument("--go-file")
+    p.set_defaults(fn=cmd_tunnel)
+
+    p = sub.add_parser("raw")
+    p.add_argument("sock")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--hex")
+    g.add_argument("--data")
+    p.add_argument("--split", action="store_true")
+    p.add_argument("--shut", action="store_true")
+    p.add_argument("--http", action="store_true")
+    p.add_argument("--body", action="store_true")
+    p.add_argument("--elapsed", action="store_true")
+    p.add_argument("--uid", type=int)
+    p.add_argument("--timeout", type=float, default=5)
+    p.set_defaults(fn=cmd_raw)
+
+    p = sub.add_parser("rcpt")
+    p.add_argument("file")
+    p.add_argument("--skip", type=int, default=0)
+    p.add_argument("--where", action="append", default=[])
+    p.add_argument("--fields", default="event,reason,frontend,host,port")
+    p.add_argument("--count", action="store_true")
+    p.add_argument("--wait", type=float, default=0)
+    p.add_argument("--min", type=int, default=1)
+    p.set_defaults(fn=cmd_rcpt)
+
+    p = sub.add_parser("chain")
+    p.add_argument("file")
+    p.add_argument("--key")
+    p.add_argument("--allow-unrepaired", action="store_true")
+    p.set_defaults(fn=cmd_chain)
+
+    p = sub.add_parser("freeport")
+    p.add_argument("--addr", default="127.0.0.1")
+    p.set_defaults(fn=cmd_freeport)
+
+    p = sub.add_parser("lo-up")
+    p.set_defaults(fn=cmd_lo_up)
+
+    p = sub.add_parser("rss")
+    p.add_argument("pid", type=int)
+    p.set_defaults(fn=cmd_rss)
+
+    args = ap.parse_args()
+    sys.exit(args.fn(args) or 0)
+
+
+if __name__ == "__main__":
+    main()
