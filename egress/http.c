@@ -250,16 +250,16 @@ static enum proto_status
 http_authority(const uint8_t *a, size_t n, bool port_required, struct http_request *req,
     struct proto_error *err)
 {
-	const uint8_t *colon = NULL, *close;
+	const uint8_t *colon = NULL, *rbracket;
 	const char *why = NULL;
 	size_t hlen;
 
 	if (memchr(a, '@', n) != NULL)
 		return http_bad(err, "userinfo in the request target");
 	if (n > 0 && a[0] == '[') {
-		if ((close = memchr(a, ']', n)) == NULL)
+		if ((rbracket = memchr(a, ']', n)) == NULL)
 			return http_bad(err, "'[' without ']' in the request target");
-		hlen = (size_t)(close - a) + 1;
+		hlen = (size_t)(rbracket - a) + 1;
 		if (hlen < n) {
 			if (a[hlen] != ':')
 				return http_bad(err, "bytes after ']' in the request target");

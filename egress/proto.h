@@ -26,7 +26,8 @@ enum proto_status {
 struct proto_error {
 	enum egress_reason reason;   /* malformed-request, bad-host, unsupported */
 	int http_status;             /* HTTP status to send (400, 405, 431, 505...) */
-	int socks_rep;               /* SOCKS5 REP / SOCKS4 CD to send; -1: the table's */
+	int socks_rep;               /* SOCKS: the status byte sent (SOCKS5: what is in the
+	                              * reply); -1: none sent by the parser, use the table's */
 	const char *why;             /* static text for the log */
 	const uint8_t *raw;          /* the offending host bytes, for the receipt's "raw" */
 	size_t raw_len;
@@ -63,7 +64,9 @@ struct http_request {
 	int version;                 /* 10 or 11 */
 	struct host host;            /* canonical, from the request target (never Host:) */
 	uint16_t port;               /* CONNECT: required, 1..65535; forward: default 80 */
-	const uint8_t *path;         /* forward: origin-form path and query ("/" if empty) */
+	const uint8_t *path;         /* forward: origin-form path and query ("/" if empty; may
+	                              * start with '?' for http://host?q: the forward head
+	                              * adds the '/') */
 	size_t path_len;
 	struct http_header headers[EGRESS_HTTP_HEADERS_MAX];
 	size_t nheaders;
@@ -85,14 +88,16 @@ enum proto_status http_parse_request(const uint8_t *buf, size_t len, struct http
  * origin form as HTTP/1.1, Host set to the target, the client's headers without hop-by-hop
  * ones (Connection and the names it lists, Keep-Alive, Proxy-*, TE, Trailer, Upgrade,
  * Host), with Content-Length / Transfer-Encoding kept for the body, then
- * "Connection: close". Returns the length, or 0 if it does not fit in cap.
+ * "Connection: close". Returns the length, or 0 if it does not fit in cap or req is not a
+ * HTTP_FORWARD request.
  */
 size_t http_forward_head(const struct http_request *req, uint8_t *out, size_t cap);
 
 /* An error response: status line, Egress-Reason, Connection: close, a text body. */
 size_t http_error_response(int status, enum egress_reason reason, uint8_t *out, size_t cap);
 
-/* Incremental scanner of a chunked body, to find where exactly one request ends. */
+/* Incremental scanner of a chunked body, to find where exactly one request ends; zero it
+ * before the first call. */
 struct http_chunked {
 	int state;                   /* internal */
 	uint64_t left;               /* bytes of the current chunk still to come */

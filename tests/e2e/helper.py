@@ -532,9 +532,12 @@ def unescape(text):
 def cmd_raw(args):
     s = connect_unix(args.sock, args.uid, args.timeout)
     data = bytes.fromhex(args.hex) if args.hex is not None else unescape(args.data)
-    send_maybe_split(s, data, args.split)
-    if args.shut:
-        s.shutdown(socket.SHUT_WR)
+    try:
+        send_maybe_split(s, data, args.split)
+        if args.shut:
+            s.shutdown(socket.SHUT_WR)
+    except (BrokenPipeError, ConnectionResetError):
+        pass                        # refused early: what was answered still counts
     t0 = time.monotonic()
     n, _, first = (0, None, b"")
     buf = b""
@@ -691,6 +694,16 @@ def cmd_chain(args):
 # --- misc ----------------------------------------------------------------------------
 
 
+def cmd_field(args):
+    r = json.loads(sys.stdin.readline() or "{}")
+    if args.header:
+        vals = [v for k, v in r.get("headers", []) if k.lower() == args.names[0].lower()]
+        out(",".join(vals))
+        return 0
+    out(" ".join(str(r.get(f, "-")) for f in args.names))
+    return 0
+
+
 def cmd_freeport(args):
     loopback_only(args.addr)
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -796,6 +809,11 @@ def main():
     p.add_argument("--key")
     p.add_argument("--allow-unrepaired", action="store_true")
     p.set_defaults(fn=cmd_chain)
+
+    p = sub.add_parser("field")
+    p.add_argument("names", nargs="+")
+    p.add_argument("--header", action="store_true")
+    p.set_defaults(fn=cmd_field)
 
     p = sub.add_parser("freeport")
     p.add_argument("--addr", default="127.0.0.1")

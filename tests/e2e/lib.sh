@@ -41,7 +41,7 @@ if [ -z "${EGRESS_E2E_NETNS:-}" ] && [ "$(id -u)" = 0 ] && command -v unshare >/
 fi
 # Only lo in this namespace: addresses outside loopback are unreachable by construction.
 E2E_ISOLATED=0
-if [ "$(ls /sys/class/net 2>/dev/null)" = "lo" ]; then
+if [ "$(awk -F: 'NR > 2 { gsub(/ /, "", $1); print $1 }' /proc/self/net/dev 2>/dev/null)" = "lo" ]; then
 	E2E_ISOLATED=1
 fi
 
@@ -182,7 +182,7 @@ conf_begin() {
 # principal NAME POLICYFILE [options...]: appends a principal to the configuration.
 principal() {
 	_n=$1
-	_p=$2
+	case $2 in /*) _p=$2 ;; *) _p=$WORK/$2 ;; esac
 	shift 2
 	echo "principal $_n socket $RUN/$_n.sock policy $_p $*" >> "$WORK/egressd.conf"
 }
@@ -192,10 +192,15 @@ principal() {
 egressd_start() {
 	spawn egressd "$EGRESSD" -d -c "$WORK/egressd.conf"
 	EGRESSD_PID=$SPAWNED
-	if ! wait_for -S "$CTL"; then
-		echo "Bail out! egressd did not start: $(cat "$WORK/egressd.err")"
-		exit 99
-	fi
+	_i=0
+	while [ ! -S "$CTL" ]; do
+		_i=$((_i + 1))
+		if [ $_i -gt 200 ] || ! kill -0 "$EGRESSD_PID" 2>/dev/null; then
+			echo "Bail out! egressd did not start: $(cat "$WORK/egressd.err")"
+			exit 99
+		fi
+		sleep 0.05
+	done
 	for _s in $(awk '$1 == "principal" { for (i = 3; i < NF; i++) if ($i == "socket") print $(i + 1) }' \
 	    "$WORK/egressd.conf"); do
 		wait_for -S "$_s" || { echo "Bail out! no socket $_s"; exit 99; }
@@ -240,6 +245,10 @@ bridge() {
 	echo "Bail out! socat bridge did not start"
 	exit 99
 }
+
+# py_field NAME...: fields of the JSON line on stdin; py_header NAME: a header of it.
+py_field() { py field "$@"; }
+py_header() { py field --header "$1"; }
 
 # rcpt [helper rcpt args]: query the receipts (last matching record's fields).
 rcpt() { py rcpt "$RCPT" "$@"; }

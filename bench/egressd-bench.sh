@@ -1,0 +1,391 @@
+#!/bin/bash
+#
+# egressd-bench.sh: the performance benchmark of egressd (issue 3, "Performance"). In one
+# run on loopback it measures, through egressd and through references it starts itself
+# (a direct connection, socat, haproxy in TCP mode, squid with CONNECT):
+#
+#   bulk      MiB/s of 1 GiB downloaded through one tunnel, best of 3
+#   setups/s  connect (+ the proxy's handshake), 1 byte echoed, close; sequential and 8-way
+#   idle      bytes of the proxy's RSS per idle tunnel (2000 tunnels, each used once)
+#
+# and prints a table and the ratios of the issue's targets: bulk >= haproxy, setups/s >=
+# 3x squid, <= 8 KiB per idle tunnel in egressd. Only 127.0.0.1 and AF_UNIX sockets in a
+# temporary directory are used; everything started is killed on exit.
+#
+# usage: bench/egressd-bench.sh [BUILD_DIR]
+#   BUILD_DIR (or $EGRESS_BUILD, default the current directory) holds egressd,
+#   egress-policy and bench/tcpbench; tcpbench is compiled from this directory when missing.
+#   Missing haproxy, squid or socat are installed with apt-get when running as root;
+#   otherwise their rows say n/a.
+# Knobs (environment): BENCH_BULK (bytes, default 1G), BENCH_ROUNDS (3), BENCH_SEQ (3000),
+# BENCH_PAR (8000), BENCH_CONC (8), BENCH_IDLE (2000), BENCH_BUDGET (seconds, 280),
+# BENCH_KEEP=1 keeps the temporary directory.
+
+set -u
+export LC_ALL=C
+PATH=$PATH:/usr/sbin:/sbin
+
+SRC=$(cd "$(dirname "$0")" && pwd)
+B=$(cd "${1:-${EGRESS_BUILD:-.}}" && pwd) || exit 2
+BULK=${BENCH_BULK:-1G}
+ROUNDS=${BENCH_ROUNDS:-3}
+SEQ=${BENCH_SEQ:-3000}
+PAR=${BENCH_PAR:-8000}
+CONC=${BENCH_CONC:-8}
+IDLE=${BENCH_IDLE:-2000}
+BUDGET=${BENCH_BUDGET:-280}
+STARTED=$SECONDS
+
+die() {
+	echo "egressd-bench: $*" >&2
+	exit 1
+}
+
+[ -x "$B/egressd" ] || die "no egressd in $B (build it there, or pass the build directory)"
+
+T=$(mktemp -d /tmp/egressd-bench.XXXXXX) || die "no temporary directory"
+chmod 711 "$T"               # squid's own user must reach its subdirectory
+PIDS=()
+RCD_CREATED=
+
+stop_pid() {
+	local pid=$1 i
+
+	kill -TERM "$pid" 2>/dev/null || return 0
+	for i in $(seq 1 30); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+}
+
+cleanup() {
+	local i pid child
+
+	for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
+		pid=${PIDS[i]}
+		# socat forks a child per connection: those of this socat, by id.
+		for child in $(ps -o pid= --ppid "$pid" 2>/dev/null); do
+			kill -TERM "$child" 2>/dev/null
+		done
+		stop_pid "$pid"
+	done
+	[ -n "$RCD_CREATED" ] && rm -f /usr/sbin/policy-rc.d
+	if [ "${BENCH_KEEP:-0}" = 1 ]; then
+		echo "egressd-bench: kept $T" >&2
+	else
+		rm -rf "$T"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+ulimit -n "$(ulimit -Hn)" 2>/dev/null
+
+left() {
+	echo $((BUDGET - (SECONDS - STARTED)))
+}
+
+# Seconds for one tcpbench call: at most $1, never past the budget.
+cap() {
+	local l
+
+	l=$(left)
+	[ "$l" -lt "$1" ] && echo "$l" || echo "$1"
+}
+
+# --- tools --------------------------------------------------------------------------------
+
+TB=$B/bench/tcpbench
+if [ ! -x "$TB" ]; then
+	TB=$T/tcpbench
+	${CC:-cc} -O2 -o "$TB" "$SRC/tcpbench.c" || die "cannot build tcpbench"
+fi
+
+install_missing() {
+	local need=() p
+
+	for p in haproxy squid socat; do
+		command -v "$p" >/dev/null 2>&1 || need+=("$p")
+	done
+	[ ${#need[@]} -eq 0 ] && return 0
+	if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+		echo "egressd-bench: missing ${need[*]} (not root or no apt-get): n/a rows" >&2
+		return 0
+	fi
+	echo "egressd-bench: installing ${need[*]}" >&2
+	# Packages must not start their own services (squid would listen on *:3128).
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+		chmod 755 /usr/sbin/policy-rc.d
+		RCD_CREATED=1
+	fi
+	{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+	    --no-install-recommends "${need[@]}"; } >"$T/apt.log" 2>&1 ||
+		echo "egressd-bench: apt-get failed (see below); missing tools are n/a" >&2
+	[ -n "$RCD_CREATED" ] && rm -f /usr/sbin/policy-rc.d && RCD_CREATED=
+	for p in "${need[@]}"; do
+		command -v "$p" >/dev/null 2>&1 || tail -5 "$T/apt.log" >&2
+	done
+}
+install_missing
+
+# Polls until a path carries one setup, at most 15 s. $1 path, $2 target.
+wait_ready() {
+	local i
+
+	for i in $(seq 1 150); do
+		"$TB" setups -p "$1" -t "$2" -n 1 -T 2 >/dev/null 2>"$T/ready.err" && return 0
+		sleep 0.1
+	done
+	echo "egressd-bench: $1 never came up: $(cat "$T/ready.err")" >&2
+	return 1
+}
+
+# --- the upstream and the proxies ---------------------------------------------------------
+
+"$TB" serve -T 900 0 >"$T/serve.out" 2>"$T/serve.err" &
+PIDS+=($!)
+for i in $(seq 1 50); do
+	grep -q '^listening' "$T/serve.out" && break
+	sleep 0.1
+done
+UP=$(sed -n 's/^listening .*port=\([0-9]*\).*/\1/p' "$T/serve.out")
+[ -n "$UP" ] || die "tcpbench serve did not start: $(cat "$T/serve.err")"
+TARGET=127.0.0.1:$UP
+read -r P_SOCAT P_HAPROXY P_SQUID <<<"$("$TB" freeport 3)"
+
+# path name -> tcpbench path, and the pid whose RSS is measured for idle tunnels
+declare -A PATHOF PIDOF
+NAMES=(direct socat haproxy squid egressd egressd-socks5)
+PATHOF[direct]=tcp:$TARGET
+
+if command -v socat >/dev/null 2>&1; then
+	socat "TCP-LISTEN:$P_SOCAT,bind=127.0.0.1,reuseaddr,fork,backlog=4096" \
+	    "TCP:$TARGET" 2>"$T/socat.err" &
+	PIDS+=($!)
+	PATHOF[socat]=tcp:127.0.0.1:$P_SOCAT
+fi
+
+if command -v haproxy >/dev/null 2>&1; then
+	# One thread, as egressd has one; default buffers, no splicing: haproxy as shipped.
+	cat >"$T/haproxy.cfg" <<-EOF
+	global
+	    maxconn 8000
+	    nbthread 1
+	defaults
+	    mode tcp
+	    timeout connect 5s
+	    timeout client 1h
+	    timeout server 1h
+	frontend bench
+	    bind 127.0.0.1:$P_HAPROXY
+	    default_backend upstream
+	backend upstream
+	    server up $TARGET
+	EOF
+	haproxy -db -f "$T/haproxy.cfg" >"$T/haproxy.log" 2>&1 &
+	PIDS+=($!)
+	PIDOF[haproxy]=$!
+	PATHOF[haproxy]=tcp:127.0.0.1:$P_HAPROXY
+fi
+
+if command -v squid >/dev/null 2>&1; then
+	mkdir "$T/squid"
+	SQUID_USER=$(id -un)
+	if [ "$(id -u)" = 0 ]; then
+		SQUID_USER=nobody
+		id proxy >/dev/null 2>&1 && SQUID_USER=proxy
+		chown "$SQUID_USER" "$T/squid"
+	fi
+	# CONNECT to the upstream only; no cache; an access log, as egressd logs too.
+	cat >"$T/squid/squid.conf" <<-EOF
+	http_port 127.0.0.1:$P_SQUID
+	cache_effective_user $SQUID_USER
+	pid_filename $T/squid/squid.pid
+	cache_log $T/squid/cache.log
+	access_log stdio:$T/squid/access.log
+	cache_store_log none
+	netdb_filename none
+	coredump_dir $T/squid
+	logfile_rotate 0
+	cache deny all
+	cache_mem 8 MB
+	max_filedescriptors 16384
+	visible_hostname egressd-bench
+	pinger_enable off
+	icp_port 0
+	htcp_port 0
+	shutdown_lifetime 1 second
+	dns_nameservers 127.0.0.1
+	acl CONNECT method CONNECT
+	acl bench_dst dst 127.0.0.1/32
+	acl bench_port port $UP
+	http_access allow CONNECT bench_dst bench_port
+	http_access deny all
+	EOF
+	squid -N -f "$T/squid/squid.conf" >"$T/squid/stderr" 2>&1 &
+	PIDS+=($!)
+	PIDOF[squid]=$!
+	PATHOF[squid]=http:127.0.0.1:$P_SQUID
+fi
+
+# egressd: one principal allowed the upstream only, loopback permitted, no limit in the way.
+cat >"$T/bench.policy" <<EOF
+allow 127.0.0.1 $UP
+permit-range 127.0.0.0/8
+quota connections 100000
+timeout idle 1h
+EOF
+KEYLINE=
+if [ -x "$B/egress-policy" ] && "$B/egress-policy" keygen "$T/receipt.key" >/dev/null 2>&1
+then
+	KEYLINE="receipt-key $T/receipt.key"
+fi
+cat >"$T/egressd.conf" <<EOF
+runtime-dir $T/run
+receipts $T/receipts.jsonl
+$KEYLINE
+shutdown-grace 1
+principal bench policy $T/bench.policy
+EOF
+"$B/egressd" -c "$T/egressd.conf" 2>"$T/egressd.log" &
+PIDS+=($!)
+PIDOF[egressd]=$!
+PIDOF[egressd-socks5]=$!
+PATHOF[egressd]=unix-http:$T/run/bench.sock
+PATHOF[egressd-socks5]=unix-socks5:$T/run/bench.sock
+
+for n in "${NAMES[@]}"; do
+	[ -n "${PATHOF[$n]:-}" ] || continue
+	wait_ready "${PATHOF[$n]}" "$TARGET" || unset "PATHOF[$n]"
+done
+
+# --- measurements -------------------------------------------------------------------------
+
+declare -A BULK_R SEQ_R PAR_R IDLE_R
+
+# Runs tcpbench; prints the value of key $1 from its result line, or "fail".
+measure() {
+	local key=$1 out
+
+	shift
+	if [ "$(left)" -lt 5 ]; then
+		echo "skip"
+		return
+	fi
+	if out=$("$TB" "$@" 2>"$T/tb.err"); then
+		sed -n "s/.* $key=\([0-9.]*\).*/\1/p" <<<"$out"
+		echo "$out" >>"$T/results.txt"
+	else
+		echo "egressd-bench: tcpbench $*: $(head -3 "$T/tb.err")" >&2
+		echo "fail"
+	fi
+}
+
+rss_kib() {
+	local v
+
+	v=$(awk '/^Rss:/ { print $2 }' "/proc/$1/smaps_rollup" 2>/dev/null)
+	[ -n "$v" ] || v=$(awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null)
+	echo "${v:-0}"
+}
+
+# Bytes of RSS per idle tunnel: $IDLE tunnels opened through path $1 into pid $2.
+measure_idle() {
+	local path=$1 pid=$2 before after ipid i
+
+	[ "$(left)" -ge 20 ] || { echo "skip"; return; }
+	before=$(rss_kib "$pid")
+	"$TB" idle -p "$path" -t "$TARGET" -n "$IDLE" -c 16 -T "$(cap 60)" -H 120 \
+	    >"$T/idle.out" 2>"$T/idle.err" &
+	ipid=$!
+	for i in $(seq 1 600); do
+		grep -q '^ready' "$T/idle.out" && break
+		kill -0 "$ipid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if ! grep -q '^ready' "$T/idle.out"; then
+		echo "egressd-bench: idle $path: $(head -3 "$T/idle.err")" >&2
+		stop_pid "$ipid"
+		echo "fail"
+		return
+	fi
+	sleep 0.5
+	after=$(rss_kib "$pid")
+	stop_pid "$ipid"
+	cat "$T/idle.out" >>"$T/results.txt"
+	echo $(((after - before) * 1024 / IDLE))
+}
+
+for n in "${NAMES[@]}"; do
+	path=${PATHOF[$n]:-}
+	if [ -z "$path" ]; then
+		BULK_R[$n]=n/a SEQ_R[$n]=n/a PAR_R[$n]=n/a IDLE_R[$n]=n/a
+		continue
+	fi
+	echo "egressd-bench: measuring $n ($path), $(left) s of budget left" >&2
+	# Idle first, while the proxy is fresh: freed memory of earlier runs would hide growth.
+	IDLE_R[$n]=-
+	if [ -n "${PIDOF[$n]:-}" ] && [ "$n" != egressd-socks5 ]; then
+		IDLE_R[$n]=$(measure_idle "$path" "${PIDOF[$n]}")
+	fi
+	BULK_R[$n]=$(measure best_mibps bulk -p "$path" -t "$TARGET" -n "$BULK" -r "$ROUNDS" \
+	    -T "$(cap 60)")
+	SEQ_R[$n]=$(measure per_s setups -p "$path" -t "$TARGET" -n "$SEQ" -c 1 -T "$(cap 60)")
+	PAR_R[$n]=$(measure per_s setups -p "$path" -t "$TARGET" -n "$PAR" -c "$CONC" \
+	    -T "$(cap 60)")
+done
+
+# --- report -------------------------------------------------------------------------------
+
+ratio() {
+	awk -v a="$1" -v b="$2" 'BEGIN {
+		if (a !~ /^[0-9.]+$/ || b !~ /^[0-9.]+$/ || b == 0) { print "n/a"; exit }
+		printf "%.2f", a / b }'
+}
+
+# $1 value, $2 op (ge|le), $3 bound
+verdict() {
+	awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN {
+		if (v !~ /^[0-9.]+$/) { print "n/a"; exit }
+		ok = op == "ge" ? v + 0 >= t + 0 : v + 0 <= t + 0
+		print ok ? "met" : "NOT MET" }'
+}
+
+version() {
+	"$@" 2>&1 | head -1 | cut -c1-60
+}
+
+echo
+echo "egressd-bench: $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) CPUs, Linux $(uname -r)," \
+    "$((SECONDS - STARTED)) s"
+echo "  egressd $B/egressd; upstream tcpbench on $TARGET; receipts ${KEYLINE:+with HMAC}"
+command -v haproxy >/dev/null 2>&1 && echo "  $(version haproxy -v)"
+command -v squid >/dev/null 2>&1 && echo "  $(version squid -v)"
+command -v socat >/dev/null 2>&1 && echo "  $(version socat -V | sed -n 2p)"
+echo "  bulk: $BULK down, best of $ROUNDS; setups: $SEQ sequential, $PAR $CONC-way;" \
+    "idle: $IDLE tunnels"
+echo
+printf '%-15s %12s %14s %14s %14s\n' path "bulk MiB/s" "setups/s seq" \
+    "setups/s ${CONC}-way" "idle B/tunnel"
+for n in "${NAMES[@]}"; do
+	printf '%-15s %12s %14s %14s %14s\n' "$n" "${BULK_R[$n]}" "${SEQ_R[$n]}" \
+	    "${PAR_R[$n]}" "${IDLE_R[$n]}"
+done
+echo
+r_bulk=$(ratio "${BULK_R[egressd]}" "${BULK_R[haproxy]}")
+r_seq=$(ratio "${SEQ_R[egressd]}" "${SEQ_R[squid]}")
+r_par=$(ratio "${PAR_R[egressd]}" "${PAR_R[squid]}")
+printf 'bulk      egressd/haproxy     %6s  (target >= 1.00)  %s\n' "$r_bulk" \
+    "$(verdict "$r_bulk" ge 1)"
+printf 'setups    egressd/squid seq   %6s  (target >= 3.00)  %s\n' "$r_seq" \
+    "$(verdict "$r_seq" ge 3)"
+printf 'setups    egressd/squid %d-way %6s  (target >= 3.00)  %s\n' "$CONC" "$r_par" \
+    "$(verdict "$r_par" ge 3)"
+printf 'idle      egressd B/tunnel   %7s  (target <= 8192)  %s   haproxy: %s\n' \
+    "${IDLE_R[egressd]}" "$(verdict "${IDLE_R[egressd]}" le 8192)" "${IDLE_R[haproxy]}"
+printf 'reference egressd/direct bulk %5s, egressd-socks5/squid seq %s\n' \
+    "$(ratio "${BULK_R[egressd]}" "${BULK_R[direct]}")" \
+    "$(ratio "${SEQ_R[egressd-socks5]}" "${SEQ_R[squid]}")"
