@@ -26,6 +26,7 @@
 #include <event2/buffer.h>
 
 #include "egressd.h"
+#include "tls.h"
 
 enum conn_state {
 	CS_SNIFF = 0,
@@ -34,6 +35,7 @@ enum conn_state {
 	CS_SOCKS4,
 	CS_RESOLVE,
 	CS_CONNECT,
+	CS_GUARD,                    /* tunnel up, client bytes held for the SNI guard */
 	CS_RELAY,
 	CS_DRAIN,                    /* an error answer is being written, then close */
 };
@@ -98,10 +100,24 @@ struct conn {
 	uint64_t body_left;
 	struct http_chunked chunked;
 	bool body_done;
+	/* SNI guard: allocated while it inspects, freed when it ends. */
+	struct conn_guard *guard;
+	char *sni;                   /* the server_name of the first ClientHello */
+};
+
+/* The client bytes a guard may hold: one ClientHello and its record headers. */
+#define CONN_GUARD_HOLD (EGRESS_TLS_HELLO_MAX + 1024)
+
+struct conn_guard {
+	bool first;                  /* nothing classified yet */
+	bool held;                   /* the handshake deadline runs for held bytes */
+	uint8_t scratch[EGRESS_TLS_SCRATCH];
 };
 
 static unsigned nconns;
 static void conn_free(struct conn *c);
+static void conn_guard_refuse(struct conn *c, enum egress_reason reason, const char *why,
+    const uint8_t *raw, size_t raw_len);
 static void conn_close(struct conn *c, enum egress_reason reason, const char *cause);
 static void conn_client_read(struct bufferevent *bev, void *arg);
 static void conn_client_event(struct bufferevent *bev, short what, void *arg);
@@ -141,6 +157,7 @@ conn_receipt_base(const struct conn *c, struct receipt *r, enum receipt_event ev
 	r->host = c->has_host ? c->host.name : NULL;
 	r->port = c->has_host ? c->port : -1;
 	r->addr = c->addr_text[0] ? c->addr_text : NULL;
+	r->sni = c->sni;
 	r->bytes_up = r->bytes_down = r->duration_ms = -1;
 }
 
@@ -361,6 +378,28 @@ conn_forward_allowance(struct conn *c, struct evbuffer *in)
 	return 0;
 }
 
+/*
+ * The open receipt, written when bytes may start to flow: at once without the SNI guard;
+ * with it, when the guard passes the client's first bytes or before the first upstream
+ * byte reaches the client (server-first protocols), whichever comes first.
+ */
+static bool
+conn_write_open(struct conn *c)
+{
+	struct receipt r;
+
+	if (c->opened)
+		return true;
+	conn_receipt_base(c, &r, RECEIPT_OPEN);
+	r.reason = EGRESS_ALLOWED;
+	if (receipt_write(&r) == -1)
+		return false;
+	c->opened = true;
+	c->p->total_allowed++;
+	conn_log(c, "open", EGRESS_ALLOWED, NULL);
+	return true;
+}
+
 /* Moves what src has to the other side; false when the connection was closed. */
 static bool
 conn_relay_move(struct conn *c, struct bufferevent *src)
@@ -387,6 +426,12 @@ conn_relay_move(struct conn *c, struct bufferevent *src)
 		if (up && c->body_done)
 			evbuffer_drain(in, evbuffer_get_length(in));
 		return true;
+	}
+	if (up && c->guard != NULL)
+		return true;            /* held for the SNI guard; it releases what passes */
+	if (!c->opened && !conn_write_open(c)) {
+		conn_close(c, EGRESS_SHUTDOWN, "error");
+		return false;
 	}
 	moved = evbuffer_remove_buffer(in, out, n);
 	if (moved <= 0)
@@ -438,6 +483,21 @@ conn_relay_event(struct bufferevent *bev, short what, void *arg)
 	bool client = bev == c->cbev;
 
 	if (what & BEV_EVENT_EOF) {
+		if (client && c->guard != NULL) {
+			/* A client that stops mid-ClientHello never had it judged. */
+			if (evbuffer_get_length(bufferevent_get_input(bev)) > 0) {
+				conn_guard_refuse(c, EGRESS_SNI_MALFORMED,
+				    "client closed in the middle of its ClientHello", NULL, 0);
+				return;
+			}
+			free(c->guard);
+			c->guard = NULL;
+			c->state = CS_RELAY;
+			if (!conn_write_open(c)) {
+				conn_close(c, EGRESS_SHUTDOWN, "error");
+				return;
+			}
+		}
 		/* Deliver what is left in the input first. */
 		if (!conn_relay_move(c, bev))
 			return;
@@ -473,10 +533,12 @@ conn_idle_check(struct conn *c)
 	conn_set_timer(c, (unsigned)(c->last_activity + idle - now));
 }
 
+static void conn_guard_read(struct bufferevent *bev, void *arg);
+
 static void
 conn_start_relay(struct conn *c, int fd)
 {
-	struct receipt r;
+	const struct policy_settings *s = conn_settings(c);
 	int one = 1;
 
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -486,17 +548,23 @@ conn_start_relay(struct conn *c, int fd)
 		conn_deny(c, EGRESS_CONNECT_REFUSED, "no memory for the upstream", NULL, 0, 0, -1);
 		return;
 	}
-	/* The open receipt reaches the kernel before any byte may flow. */
-	conn_receipt_base(c, &r, RECEIPT_OPEN);
-	r.reason = EGRESS_ALLOWED;
-	if (receipt_write(&r) == -1) {
-		conn_deny(c, EGRESS_SHUTDOWN, "receipt could not be written", NULL, 0, 0, -1);
-		return;
+	/*
+	 * The SNI guard holds the client's bytes (never the upstream's) until it can classify
+	 * them. Forwarding is exempt: egressd writes that request itself, in plain HTTP.
+	 */
+	if (s->sni != SNI_OFF && c->fe != FE_HTTP_FORWARD) {
+		c->guard = xcalloc(1, sizeof(*c->guard));
+		c->guard->first = true;
+		c->state = CS_GUARD;
+	} else {
+		/* The open receipt reaches the kernel before any byte may flow. */
+		if (!conn_write_open(c)) {
+			conn_deny(c, EGRESS_SHUTDOWN, "receipt could not be written", NULL, 0, 0,
+			    -1);
+			return;
+		}
+		c->state = CS_RELAY;
 	}
-	c->opened = true;
-	c->p->total_allowed++;
-	conn_log(c, "open", EGRESS_ALLOWED, NULL);
-	c->state = CS_RELAY;
 	c->last_activity = time(NULL);
 
 	switch (c->fe) {
@@ -526,16 +594,163 @@ conn_start_relay(struct conn *c, int fd)
 	default:
 		break;
 	}
-	bufferevent_setcb(c->cbev, conn_relay_read, conn_relay_write, conn_relay_event, c);
+	bufferevent_setcb(c->cbev, c->guard ? conn_guard_read : conn_relay_read,
+	    conn_relay_write, conn_relay_event, c);
 	bufferevent_setcb(c->ubev, conn_relay_read, conn_relay_write, conn_relay_event, c);
-	bufferevent_setwatermark(c->cbev, EV_READ, 0, EGRESSD_RELAY_BUF);
+	bufferevent_setwatermark(c->cbev, EV_READ, 0,
+	    c->guard ? CONN_GUARD_HOLD : EGRESSD_RELAY_BUF);
 	bufferevent_setwatermark(c->ubev, EV_READ, 0, EGRESSD_RELAY_BUF);
 	bufferevent_enable(c->ubev, EV_READ | EV_WRITE);
 	bufferevent_enable(c->cbev, EV_READ | EV_WRITE);
-	conn_set_timer(c, (unsigned)conn_settings(c)->timeout_idle);
+	conn_set_timer(c, (unsigned)s->timeout_idle);
 	/* Bytes the client sent early (after its request) are tunnel payload. */
-	if (evbuffer_get_length(bufferevent_get_input(c->cbev)) > 0)
-		conn_relay_read(c->cbev, c);
+	if (evbuffer_get_length(bufferevent_get_input(c->cbev)) > 0) {
+		if (c->guard)
+			conn_guard_read(c->cbev, c);
+		else
+			conn_relay_read(c->cbev, c);
+	}
+}
+
+/* --- SNI guard -------------------------------------------------------------------- */
+
+/* The guard refuses: a deny receipt if nothing flowed yet, else the tunnel closes. */
+static void
+conn_guard_refuse(struct conn *c, enum egress_reason reason, const char *why,
+    const uint8_t *raw, size_t raw_len)
+{
+	free(c->guard);
+	c->guard = NULL;
+	if (c->opened) {
+		conn_log(c, "guard", reason, why);
+		conn_close(c, reason, "error");
+		return;
+	}
+	/* Nothing reached the upstream: the attempt is a denial, with the SNI seen. */
+	conn_deny_receipt(c, reason, why, raw, raw_len);
+	conn_free(c);
+}
+
+/* The guard is done: the client's bytes flow from now on. */
+static void
+conn_guard_end(struct conn *c)
+{
+	free(c->guard);
+	c->guard = NULL;
+	c->state = CS_RELAY;
+	if (!conn_write_open(c)) {
+		conn_close(c, EGRESS_SHUTDOWN, "error");
+		return;
+	}
+	bufferevent_setcb(c->cbev, conn_relay_read, conn_relay_write, conn_relay_event, c);
+	bufferevent_setwatermark(c->cbev, EV_READ, 0, EGRESSD_RELAY_BUF);
+	conn_set_timer(c, (unsigned)conn_settings(c)->timeout_idle);
+	conn_relay_read(c->cbev, c);
+}
+
+/* Releases n held bytes that passed to the upstream. */
+static void
+conn_guard_release(struct conn *c, size_t n)
+{
+	int moved = evbuffer_remove_buffer(bufferevent_get_input(c->cbev),
+	    bufferevent_get_output(c->ubev), n);
+
+	if (moved > 0) {
+		c->bytes_up += (uint64_t)moved;
+		c->p->bytes += (uint64_t)moved;
+		c->last_activity = time(NULL);
+	}
+}
+
+static void
+conn_guard_read(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	const struct policy_settings *s = conn_settings(c);
+	struct tls_result res;
+
+	for (int units = 0; units < 64; units++) {    /* bounded: a record per unit */
+		size_t len = evbuffer_get_length(in);
+		uint8_t *data;
+
+		if (len == 0) {
+			c->guard->held = false;
+			conn_set_timer(c, (unsigned)s->timeout_idle);
+			return;
+		}
+		data = evbuffer_pullup(in, (ev_ssize_t)len);
+		tls_scan(data, len, c->guard->first, c->guard->scratch,
+		    sizeof(c->guard->scratch), &res);
+		switch (res.unit) {
+		case TLS_NEED_MORE:
+			if (len >= CONN_GUARD_HOLD) {
+				conn_guard_refuse(c, EGRESS_SNI_MALFORMED,
+				    "ClientHello larger than the guard holds", NULL, 0);
+				return;
+			}
+			if (!c->guard->held) {
+				/* Held bytes must complete within the handshake timeout. */
+				c->guard->held = true;
+				conn_set_timer(c, (unsigned)s->timeout_handshake);
+			}
+			return;
+		case TLS_NOT_TLS:
+			if (s->sni == SNI_REQUIRED) {
+				conn_guard_refuse(c, EGRESS_NOT_TLS,
+				    "the client does not speak TLS and the policy says sni required",
+				    NULL, 0);
+				return;
+			}
+			conn_guard_end(c);
+			return;
+		case TLS_HELLO:
+			if (res.ech) {
+				conn_guard_refuse(c, EGRESS_SNI_ECH,
+				    "ClientHello carries encrypted_client_hello", NULL, 0);
+				return;
+			}
+			if (res.has_sni && c->sni == NULL)
+				c->sni = xstrdup(res.sni);
+			if (!res.has_sni && c->host.kind == HOST_NAME) {
+				conn_guard_refuse(c, EGRESS_SNI_MISSING,
+				    "ClientHello without server_name for a name", NULL, 0);
+				return;
+			}
+			if (res.has_sni && strcmp(res.sni, c->host.name) != 0) {
+				char why[EGRESS_HOST_MAX + 64];
+
+				if (c->sni != NULL && strcmp(c->sni, res.sni) != 0) {
+					free(c->sni);
+					c->sni = xstrdup(res.sni);
+				}
+				snprintf(why, sizeof(why), "server_name %s is not the requested host",
+				    res.sni);
+				conn_guard_refuse(c, EGRESS_SNI_MISMATCH, why, NULL, 0);
+				return;
+			}
+			if (!conn_write_open(c)) {
+				conn_close(c, EGRESS_SHUTDOWN, "error");
+				return;
+			}
+			conn_guard_release(c, res.len);
+			c->guard->first = false;
+			c->guard->held = false;
+			break;
+		case TLS_PASS:
+			conn_guard_release(c, res.len);
+			c->guard->first = false;
+			break;
+		case TLS_END:
+			conn_guard_end(c);
+			return;
+		case TLS_ERROR:
+		default:
+			conn_guard_refuse(c, res.reason ? res.reason : EGRESS_SNI_MALFORMED,
+			    res.why ? res.why : "malformed ClientHello", res.raw, res.raw_len);
+			return;
+		}
+	}
 }
 
 /* --- connect ---------------------------------------------------------------------- */
@@ -1023,6 +1238,14 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		conn_deny(c, EGRESS_CONNECT_TIMEOUT, "no pinned address answered in time", NULL,
 		    0, 0, -1);
 		break;
+	case CS_GUARD:
+		if (c->guard->held) {
+			conn_guard_refuse(c, EGRESS_HANDSHAKE_TIMEOUT,
+			    "ClientHello not complete in time", NULL, 0);
+			break;
+		}
+		conn_idle_check(c);
+		break;
 	case CS_RELAY:
 		conn_idle_check(c);
 		break;
@@ -1088,6 +1311,8 @@ conn_free(struct conn *c)
 	if (c->ubev != NULL)
 		bufferevent_free(c->ubev);
 	free(c->fwd_head);
+	free(c->guard);
+	free(c->sni);
 	free(c);
 }
 
@@ -1096,6 +1321,9 @@ conn_close(struct conn *c, enum egress_reason reason, const char *cause)
 {
 	struct receipt r;
 
+	/* A guarded tunnel that ends before anything flowed still gets its open. */
+	if (!c->opened && (c->state == CS_GUARD || c->state == CS_RELAY))
+		conn_write_open(c);
 	if (c->opened) {
 		/* Count what reached each peer: bytes still queued never arrived. */
 		if (c->ubev != NULL) {

@@ -48,11 +48,14 @@
  *    keeps both until it has logged the result.
  *
  * Known limit (stateless by design): after a ChangeCipherSpec, a TLS 1.2 client resuming a
- * session sends its Finished encrypted in a handshake record. If the first ciphertext
- * byte happens to be 0x01 (about 1 in 256 with CBC or ChaCha20; AES-GCM nonces from
- * OpenSSL and Go start with 0x00), it is read as a ClientHello and refused. Only the
- * server's answer (a HelloRetryRequest or not) tells a TLS 1.3 second ClientHello from
- * that record; the caller can see it, this function cannot.
+ * session (abbreviated handshake) sends its Finished encrypted in a handshake record. If
+ * its first byte happens to be 0x01 (about 1 in 256: CBC IVs, ChaCha20 ciphertext and
+ * OpenSSL's AES-GCM explicit nonces are random; Go's GCM nonce starts 0x00), it is read
+ * as a ClientHello and refused, or waited for. Only the server's answer (a
+ * HelloRetryRequest or not) tells a TLS 1.3 second ClientHello from that record: the
+ * caller sees it, this function does not. Reading every plaintext ClientHello is the
+ * fail-closed side: treating an odd-looking one as the end would let a crafted second
+ * hello through.
  */
 #include "config.h"
 
@@ -93,12 +96,28 @@ struct tls_reader {
 	size_t left;
 };
 
+/* An error carries no name: what was found before it is not to be used. */
 static void
 tls_fail(struct tls_result *res, const char *why)
 {
 	res->unit = TLS_ERROR;
 	res->reason = EGRESS_SNI_MALFORMED;
 	res->why = why;
+	res->has_sni = false;
+	res->sni[0] = '\0';
+	res->ech = false;
+	res->raw = NULL;
+	res->raw_len = 0;
+}
+
+/* An error in the host_name itself: raw points at its bytes for the receipt. */
+static int
+tls_fail_name(struct tls_result *res, const char *why, const uint8_t *p, size_t n)
+{
+	tls_fail(res, why);
+	res->raw = p;
+	res->raw_len = n;
+	return -1;
 }
 
 static size_t
@@ -179,55 +198,38 @@ tls_host_name(const uint8_t *p, size_t n, struct tls_result *res)
 	bool colon = false;
 	size_t i;
 
-	res->raw = p;
-	res->raw_len = n;
 	for (i = 0; i < n; i++) {
-		if (p[i] == '\0') {
-			tls_fail(res, "NUL byte in server_name");
-			return -1;
-		}
-		if (p[i] < 0x20 || p[i] == 0x7f) {
-			tls_fail(res, "control byte in server_name");
-			return -1;
-		}
-		if (p[i] >= 0x80) {
-			tls_fail(res, "non-ASCII byte in server_name (A-labels only)");
-			return -1;
-		}
+		if (p[i] == '\0')
+			return tls_fail_name(res, "NUL byte in server_name", p, n);
+		if (p[i] < 0x20 || p[i] == 0x7f)
+			return tls_fail_name(res, "control byte in server_name", p, n);
+		if (p[i] >= 0x80)
+			return tls_fail_name(res, "non-ASCII byte in server_name (A-labels only)",
+			    p, n);
 		if (p[i] == ':')
 			colon = true;
-		else if (!tls_ldh(p[i]) && p[i] != '.') {
-			tls_fail(res, "character not allowed in server_name "
-			    "(letters, digits, hyphen, dot)");
-			return -1;
-		}
+		else if (!tls_ldh(p[i]) && p[i] != '.')
+			return tls_fail_name(res, "character not allowed in server_name "
+			    "(letters, digits, hyphen, dot)", p, n);
 	}
 	if (colon) {
 		/* Only to say which: an IPv6 literal or just a stray colon. */
 		if (host_parse((const char *)p, n, &h, &why) == 0 && h.kind == HOST_IPV6)
-			tls_fail(res, "IP literal in server_name");
-		else
-			tls_fail(res, "':' in server_name");
-		return -1;
+			return tls_fail_name(res, "IP literal in server_name", p, n);
+		return tls_fail_name(res, "':' in server_name", p, n);
 	}
-	if (p[n - 1] == '.') {
-		tls_fail(res, "trailing dot in server_name");
-		return -1;
-	}
-	if (host_parse((const char *)p, n, &h, &why) == -1) {
-		tls_fail(res, why);
-		return -1;
-	}
-	if (h.kind != HOST_NAME) {
-		tls_fail(res, "IP literal in server_name");
-		return -1;
-	}
+	if (p[n - 1] == '.')
+		return tls_fail_name(res, "trailing dot in server_name", p, n);
+	if (host_parse((const char *)p, n, &h, &why) == -1)
+		return tls_fail_name(res, why, p, n);
+	if (h.kind != HOST_NAME)
+		return tls_fail_name(res, "IP literal in server_name", p, n);
 	memcpy(res->sni, h.name, sizeof(res->sni));
 	res->has_sni = true;
 	/* Keep the wire bytes only when they differ from what is reported. */
-	if (memcmp(p, h.name, n) == 0) {
-		res->raw = NULL;
-		res->raw_len = 0;
+	if (memcmp(p, h.name, n) != 0) {
+		res->raw = p;
+		res->raw_len = n;
 	}
 	return 0;
 }
@@ -256,10 +258,12 @@ tls_server_name(struct tls_reader *r, struct tls_result *res)
 	(void)tls_take_sub(r, listlen, &list);
 	/* Bound: each entry takes at least TLS_SNI_ENTRY_HEADER + 1 bytes of the list. */
 	while (list.left > 0) {
-		if (tls_take_u8(&list, &type) == -1 || tls_take_u16(&list, &len) == -1) {
+		if (list.left < TLS_SNI_ENTRY_HEADER) {
 			tls_fail(res, "truncated server_name entry");
 			return -1;
 		}
+		(void)tls_take_u8(&list, &type);
+		(void)tls_take_u16(&list, &len);
 		if (len == 0) {
 			tls_fail(res, "empty name in server_name");
 			return -1;
@@ -330,10 +334,12 @@ tls_client_hello(const uint8_t *p, size_t len, struct tls_result *res)
 	memset(seen, 0, sizeof(seen));
 	/* Bound: each extension takes at least TLS_EXT_HEADER bytes of the block. */
 	while (exts.left > 0) {
-		if (tls_take_u16(&exts, &type) == -1 || tls_take_u16(&exts, &n) == -1) {
+		if (exts.left < TLS_EXT_HEADER) {
 			tls_fail(res, "truncated extension header");
 			return -1;
 		}
+		(void)tls_take_u16(&exts, &type);
+		(void)tls_take_u16(&exts, &n);
 		if (tls_take_sub(&exts, n, &ext) == -1) {
 			tls_fail(res, "extension longer than the extensions block");
 			return -1;
@@ -406,14 +412,14 @@ tls_record_header(const uint8_t *p, size_t have, bool in_hello, struct tls_resul
 			tls_fail(res, "ChangeCipherSpec record is not one byte");
 			return -1;
 		}
-		max = EGRESS_TLS_RECORD_MAX;
+		max = TLS_CCS_LEN;
 		break;
 	default:
-		max = TLS_CIPHERTEXT_MAX;
+		max = TLS_CIPHERTEXT_MAX;       /* may be ciphertext */
 		break;
 	}
 	if (*rlen > max) {
-		tls_fail(res, "record longer than 2^14 bytes");
+		tls_fail(res, "record longer than the record layer allows");
 		return -1;
 	}
 	return 1;
