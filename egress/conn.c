@@ -111,11 +111,17 @@ struct conn {
 struct conn_guard {
 	bool first;                  /* nothing classified yet */
 	bool held;                   /* the handshake deadline runs for held bytes */
+	bool hello_passed;           /* a ClientHello passed: what follows depends on the server */
+	int hrr;                     /* -1 unknown, 0 no, 1 the server asked for a retry */
+	uint8_t server[EGRESS_TLS_SERVER_HEAD];
+	size_t nserver;
 	uint8_t scratch[EGRESS_TLS_SCRATCH];
 };
 
 static unsigned nconns;
+static struct conn *conn_guard_pending;  /* held client bytes to judge after a server read */
 static void conn_free(struct conn *c);
+static void conn_guard_read(struct bufferevent *bev, void *arg);
 static void conn_guard_refuse(struct conn *c, enum egress_reason reason, const char *why,
     const uint8_t *raw, size_t raw_len);
 static void conn_close(struct conn *c, enum egress_reason reason, const char *cause);
@@ -429,6 +435,17 @@ conn_relay_move(struct conn *c, struct bufferevent *src)
 	}
 	if (up && c->guard != NULL)
 		return true;            /* held for the SNI guard; it releases what passes */
+	if (!up && c->guard != NULL && c->guard->hello_passed && c->guard->hrr < 0) {
+		/* Note the server's first bytes: is it asking for a second ClientHello? */
+		struct conn_guard *g = c->guard;
+		size_t want = sizeof(g->server) - g->nserver;
+
+		g->nserver += (size_t)evbuffer_copyout(in, g->server + g->nserver,
+		    want < n ? want : n);
+		g->hrr = tls_server_hrr(g->server, g->nserver);
+		if (g->hrr >= 0 && evbuffer_get_length(bufferevent_get_input(c->cbev)) > 0)
+			conn_guard_pending = c;
+	}
 	if (!c->opened && !conn_write_open(c)) {
 		conn_close(c, EGRESS_SHUTDOWN, "error");
 		return false;
@@ -459,7 +476,16 @@ conn_relay_move(struct conn *c, struct bufferevent *src)
 static void
 conn_relay_read(struct bufferevent *src, void *arg)
 {
-	conn_relay_move(arg, src);
+	struct conn *c = arg;
+
+	if (!conn_relay_move(c, src))
+		return;
+	/* The server's answer is known now: judge the client bytes held meanwhile. */
+	if (conn_guard_pending == c) {
+		conn_guard_pending = NULL;
+		if (c->guard != NULL)
+			conn_guard_read(c->cbev, c);
+	}
 }
 
 static void
@@ -533,8 +559,6 @@ conn_idle_check(struct conn *c)
 	conn_set_timer(c, (unsigned)(c->last_activity + idle - now));
 }
 
-static void conn_guard_read(struct bufferevent *bev, void *arg);
-
 static void
 conn_start_relay(struct conn *c, int fd)
 {
@@ -555,6 +579,7 @@ conn_start_relay(struct conn *c, int fd)
 	if (s->sni != SNI_OFF && c->fe != FE_HTTP_FORWARD) {
 		c->guard = xcalloc(1, sizeof(*c->guard));
 		c->guard->first = true;
+		c->guard->hrr = -1;
 		c->state = CS_GUARD;
 	} else {
 		/* The open receipt reaches the kernel before any byte may flow. */
@@ -680,6 +705,23 @@ conn_guard_read(struct bufferevent *bev, void *arg)
 			return;
 		}
 		data = evbuffer_pullup(in, (ev_ssize_t)len);
+		if (c->guard->hello_passed && data[0] != 0x14) {
+			/*
+			 * After a ClientHello only a HelloRetryRequest makes the next handshake
+			 * record a hello; until the server's answer is known the bytes wait.
+			 */
+			if (c->guard->hrr < 0) {
+				if (!c->guard->held) {
+					c->guard->held = true;
+					conn_set_timer(c, (unsigned)s->timeout_handshake);
+				}
+				return;
+			}
+			if (c->guard->hrr == 0) {
+				conn_guard_end(c);
+				return;
+			}
+		}
 		tls_scan(data, len, c->guard->first, c->guard->scratch,
 		    sizeof(c->guard->scratch), &res);
 		switch (res.unit) {
@@ -736,6 +778,14 @@ conn_guard_read(struct bufferevent *bev, void *arg)
 			conn_guard_release(c, res.len);
 			c->guard->first = false;
 			c->guard->held = false;
+			/* A second hello (after a retry) is the last one a handshake may have. */
+			if (c->guard->hello_passed) {
+				c->guard->hrr = 0;
+			} else {
+				c->guard->hello_passed = true;
+				c->guard->hrr = -1;
+				c->guard->nserver = 0;
+			}
 			break;
 		case TLS_PASS:
 			conn_guard_release(c, res.len);
@@ -1313,6 +1363,8 @@ conn_free(struct conn *c)
 	free(c->fwd_head);
 	free(c->guard);
 	free(c->sni);
+	if (conn_guard_pending == c)
+		conn_guard_pending = NULL;
 	free(c);
 }
 

@@ -540,3 +540,28 @@ tls_scan(const uint8_t *buf, size_t len, bool first, uint8_t *scratch,
 	res->unit = TLS_HELLO;
 	res->len = off;
 }
+
+/*
+ * HelloRetryRequest (RFC 8446 s4.1.3) is a ServerHello whose random is this constant.
+ * The guard reads the server's first 43 bytes (record header, handshake header, version,
+ * random) to know whether a second ClientHello is legitimate; only then does it inspect
+ * one, so that an encrypted TLS 1.2 Finished is never mistaken for a hello.
+ */
+static const uint8_t tls_hrr_random[32] = {
+	0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65,
+	0xb8, 0x91, 0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2,
+	0xc8, 0xa8, 0x33, 0x9c,
+};
+
+int
+tls_server_hrr(const uint8_t *buf, size_t len)
+{
+	/* type, version (2), length (2), msg_type, length (3), legacy_version (2), random */
+	if (len >= 1 && buf[0] != 0x16)
+		return 0;
+	if (len >= 6 && buf[5] != 0x02)       /* not a ServerHello */
+		return 0;
+	if (len < EGRESS_TLS_SERVER_HEAD)
+		return -1;
+	return memcmp(buf + 11, tls_hrr_random, sizeof(tls_hrr_random)) == 0;
+}

@@ -52,4 +52,12 @@ struct tls_result {
 void tls_scan(const uint8_t *buf, size_t len, bool first, uint8_t *scratch,
     size_t scratch_len, struct tls_result *res);
 
+/*
+ * The first bytes of the server's answer: 1 when it is a HelloRetryRequest (so a second
+ * ClientHello follows and is inspected), 0 when it is anything else, -1 when fewer than
+ * EGRESS_TLS_SERVER_HEAD bytes are known yet.
+ */
+#define EGRESS_TLS_SERVER_HEAD 43
+int tls_server_hrr(const uint8_t *buf, size_t len);
+
 #endif

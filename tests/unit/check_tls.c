@@ -1253,6 +1253,56 @@ START_TEST(test_captured_records)
 }
 END_TEST
 
+/* --- the server's answer: HelloRetryRequest or not ------------------------------------- */
+
+static const struct {
+	const char *what;
+	int random_is_hrr;   /* 1: the HRR constant as random */
+	uint8_t type;        /* record type */
+	uint8_t msg;         /* handshake message type */
+	size_t len;          /* bytes given */
+	int want;
+} hrr_cases[] = {
+	{ "HelloRetryRequest", 1, 0x16, 0x02, 43, 1 },
+	{ "HelloRetryRequest with more bytes", 1, 0x16, 0x02, 60, 1 },
+	{ "ServerHello", 0, 0x16, 0x02, 43, 0 },
+	{ "HRR random but not a ServerHello", 1, 0x16, 0x0b, 43, 0 },
+	{ "alert record", 1, 0x15, 0x02, 43, 0 },
+	{ "42 bytes of a HRR: not known yet", 1, 0x16, 0x02, 42, -1 },
+	{ "5 bytes of a ServerHello: not known yet", 0, 0x16, 0x02, 5, -1 },
+	{ "6 bytes, not a ServerHello: known", 0, 0x16, 0x0b, 6, 0 },
+	{ "nothing yet", 0, 0x16, 0x02, 0, -1 },
+	{ "first byte not handshake: known at once", 0, 0x17, 0x02, 1, 0 },
+};
+
+START_TEST(test_server_hrr)
+{
+	static const uint8_t hrr_random[32] = {
+		0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65,
+		0xb8, 0x91, 0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2,
+		0xc8, 0xa8, 0x33, 0x9c,
+	};
+	uint8_t buf[64];
+
+	memset(buf, 0x42, sizeof(buf));
+	buf[0] = hrr_cases[_i].type;
+	buf[1] = 0x03;
+	buf[2] = 0x03;
+	buf[3] = 0x00;
+	buf[4] = 0x3a;
+	buf[5] = hrr_cases[_i].msg;
+	buf[6] = 0x00;
+	buf[7] = 0x00;
+	buf[8] = 0x36;
+	buf[9] = 0x03;
+	buf[10] = 0x03;
+	if (hrr_cases[_i].random_is_hrr)
+		memcpy(buf + 11, hrr_random, sizeof(hrr_random));
+	ck_assert_msg(tls_server_hrr(buf, hrr_cases[_i].len) == hrr_cases[_i].want,
+	    "%s: expected %d", hrr_cases[_i].what, hrr_cases[_i].want);
+}
+END_TEST
+
 static Suite *
 tls_suite(void)
 {
@@ -1296,6 +1346,7 @@ tls_suite(void)
 	LOOP_CASE("captured hellos: whole, every prefix, followed", test_captured, captured);
 	LOOP_CASE("captured hellos cut into two records at every offset",
 	    test_captured_records, captured);
+	LOOP_CASE("the server's answer: HelloRetryRequest or not", test_server_hrr, hrr_cases);
 	return s;
 }
 

@@ -1,0 +1,242 @@
+/*
+ * egress-launch: runs inside the sandbox, before the workload. It starts egress-relay
+ * and waits until it listens, sets the proxy environment, drops every capability, sets
+ * no_new_privs, installs the workload's seccomp filter and execs the workload. It holds
+ * no secret: its argv and environment carry only paths and loopback addresses.
+ *
+ * The relay is started before the filter, so the filter is the workload's alone: the
+ * relay runs under its own (sandbox_relay_filter).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "sandbox.h"
+
+#define LAUNCH_READY_MS 5000         /* the relay must listen within this */
+#define LAUNCH_DEFAULT_LISTEN "127.0.0.1:3128"
+
+static void __attribute__((noreturn))
+usage(const char *msg)
+{
+	if (msg)
+		fprintf(stderr, "egress-launch: %s\n", msg);
+	fprintf(stderr, "usage: egress-launch --egress PATH [--listen ADDR:PORT] [--expect DEV:INO]\n"
+	    "                     [--seccomp-log] -- CMD [ARG ...]\n");
+	exit(125);
+}
+
+static void __attribute__((noreturn))
+fail(const char *what)
+{
+	fprintf(stderr, "egress-launch: %s\n", what);
+	exit(125);
+}
+
+/* egress-relay lives next to egress-launch, else in PATH. */
+static void
+launch_relay_path(char *out, size_t len)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n > 0) {
+		char *slash;
+
+		self[n] = '\0';
+		if ((slash = strrchr(self, '/')) != NULL) {
+			*slash = '\0';
+			snprintf(out, len, "%s/egress-relay", self);
+			if (access(out, X_OK) == 0)
+				return;
+		}
+	}
+	snprintf(out, len, "egress-relay");
+}
+
+static void
+launch_relay(const char *egress, const char *listen_spec, const char *expect)
+{
+	char relay[PATH_MAX + 16], fdarg[16];
+	int p[2];
+	pid_t pid;
+
+	launch_relay_path(relay, sizeof(relay));
+	if (pipe2(p, O_CLOEXEC) == -1)
+		fail("pipe failed");
+	/* Keep the pipe clear of 0-4: fd 4 is the broker's channel, closed in the relay. */
+	for (int i = 0; i < 2; i++) {
+		int hi = fcntl(p[i], F_DUPFD_CLOEXEC, 10);
+
+		if (hi == -1)
+			fail("fcntl failed");
+		close(p[i]);
+		p[i] = hi;
+	}
+	if ((pid = fork()) == -1)
+		fail("fork failed");
+	if (pid == 0) {
+		const char *argv[12];
+		int i = 0;
+
+		/* The relay dies with the launcher's process, which becomes the workload. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		close(p[0]);
+		if (fcntl(p[1], F_SETFD, 0) == -1)
+			_exit(125);
+		snprintf(fdarg, sizeof(fdarg), "%d", p[1]);
+		argv[i++] = relay;
+		argv[i++] = "--listen";
+		argv[i++] = listen_spec;
+		argv[i++] = "--egress";
+		argv[i++] = egress;
+		if (expect != NULL) {
+			argv[i++] = "--expect";
+			argv[i++] = expect;
+		}
+		argv[i++] = "--ready-fd";
+		argv[i++] = fdarg;
+		argv[i] = NULL;
+		/* Keep the relay off the workload's terminal input and off fd 4. */
+		close(4);
+		if (strchr(relay, '/'))
+			execv(relay, (char *const *)argv);
+		else
+			execvp(relay, (char *const *)argv);
+		fprintf(stderr, "egress-launch: cannot run %s: %s\n", relay, strerror(errno));
+		_exit(125);
+	}
+	close(p[1]);
+	{
+		struct pollfd pfd = { p[0], POLLIN, 0 };
+		char buf[8];
+		ssize_t n = 0;
+
+		if (poll(&pfd, 1, LAUNCH_READY_MS) == 1)
+			n = read(p[0], buf, sizeof(buf));
+		close(p[0]);
+		if (n != 6 || memcmp(buf, "ready\n", 6) != 0) {
+			int status;
+
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			fail("egress-relay did not start listening");
+		}
+	}
+}
+
+static void
+launch_setenv(const char *name, const char *value)
+{
+	if (setenv(name, value, 1) == -1)
+		fail("setenv failed");
+}
+
+/* The proxy environment of the SPEC: every common client finds the relay. */
+static void
+launch_environment(const char *listen_spec, bool fd4)
+{
+	char http[128], socks[128], java[512], *host, *port;
+	const char *old;
+	char hostbuf[64];
+
+	snprintf(hostbuf, sizeof(hostbuf), "%s", listen_spec);
+	port = strrchr(hostbuf, ':');
+	if (port == NULL)
+		fail("bad --listen");
+	*port++ = '\0';
+	host = hostbuf;
+	snprintf(http, sizeof(http), "http://%s:%s", host, port);
+	snprintf(socks, sizeof(socks), "socks5h://%s:%s", host, port);
+	launch_setenv("HTTP_PROXY", http);
+	launch_setenv("HTTPS_PROXY", http);
+	launch_setenv("http_proxy", http);
+	launch_setenv("https_proxy", http);
+	launch_setenv("ALL_PROXY", socks);
+	launch_setenv("all_proxy", socks);
+	launch_setenv("NO_PROXY", "localhost,127.0.0.1,::1");
+	launch_setenv("no_proxy", "localhost,127.0.0.1,::1");
+	launch_setenv("npm_config_proxy", http);
+	launch_setenv("npm_config_https_proxy", http);
+	launch_setenv("NODE_USE_ENV_PROXY", "1");
+	old = getenv("JAVA_TOOL_OPTIONS");
+	snprintf(java, sizeof(java), "%s%s-Dhttp.proxyHost=%s -Dhttp.proxyPort=%s "
+	    "-Dhttps.proxyHost=%s -Dhttps.proxyPort=%s", old ? old : "", old ? " " : "", host,
+	    port, host, port);
+	launch_setenv("JAVA_TOOL_OPTIONS", java);
+	launch_setenv("EGRESS_RELAY", listen_spec);
+	if (fd4)
+		launch_setenv("EGRESS_FD", "4");
+	launch_setenv("GIT_SSH_COMMAND", "ssh -o ProxyCommand='egress-connect %h %p'");
+}
+
+/* fd 4 counts when it is an AF_UNIX datagram socket (the broker's channel). */
+static bool
+launch_has_fd4(void)
+{
+	struct stat st;
+	int type;
+	socklen_t len = sizeof(type);
+
+	if (fstat(4, &st) == -1 || !S_ISSOCK(st.st_mode))
+		return false;
+	if (getsockopt(4, SOL_SOCKET, SO_TYPE, &type, &len) == -1)
+		return false;
+	return type == SOCK_DGRAM;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "egress", required_argument, NULL, 'e' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "expect", required_argument, NULL, 'x' },
+		{ "seccomp-log", no_argument, NULL, 'L' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *egress = NULL, *listen_spec = LAUNCH_DEFAULT_LISTEN, *expect = NULL;
+	bool seccomp_log = false, fd4;
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'e': egress = optarg; break;
+		case 'l': listen_spec = optarg; break;
+		case 'x': expect = optarg; break;
+		case 'L': seccomp_log = true; break;
+		default: usage(NULL);
+		}
+	}
+	if (egress == NULL || optind >= argc)
+		usage(NULL);
+	if (sandbox_arch() == NULL)
+		fail("no seccomp rule set for this architecture: refusing to run the workload");
+	fd4 = launch_has_fd4();
+	launch_relay(egress, listen_spec, expect);
+	launch_environment(listen_spec, fd4);
+	if (sandbox_drop_caps() == -1)
+		fail("could not drop capabilities");
+	if (sandbox_no_new_privs() == -1)
+		fail("could not set no_new_privs");
+	if (sandbox_workload_filter(seccomp_log) == -1)
+		fail("could not install the workload filter");
+	execvp(argv[optind], argv + optind);
+	fprintf(stderr, "egress-launch: %s: %s\n", argv[optind], strerror(errno));
+	return errno == ENOENT ? 127 : 126;
+}

@@ -1,0 +1,422 @@
+/*
+ * egress-relay: inside the sandbox, a protocol-blind byte relay from loopback TCP to the
+ * principal socket. It parses nothing, resolves nothing, holds no secret and no allowlist:
+ * egressd alone decides. It pins the principal socket at start by an O_PATH descriptor and
+ * connects through /proc/self/fd/N, so a path replaced or turned into a symlink later is
+ * never followed; a start whose identity differs from --expect is refused.
+ *
+ * Trusts: nothing its clients send (it only copies bytes, with bounded buffers and a fixed
+ * number of slots), and the principal socket as pinned at start.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "common.h"
+#include "policy.h"
+#include "sandbox.h"
+
+#define RELAY_DEFAULT_CONNS 256
+#define RELAY_MAX_CONNS 65536
+#define RELAY_DEFAULT_BUFFER (64 * 1024)
+#define RELAY_MIN_BUFFER 4096
+#define RELAY_MAX_BUFFER (16 * 1024 * 1024)
+
+struct relay_conn {
+	struct bufferevent *client, *egress;
+	bool client_eof, egress_eof;
+	bool client_shut, egress_shut;
+	struct relay_conn *next, *prev;
+};
+
+static struct event_base *base;
+static int pinned_fd = -1;              /* O_PATH descriptor of the principal socket */
+static char pinned_path[64];            /* "/proc/self/fd/N" */
+static size_t max_conns = RELAY_DEFAULT_CONNS, nconns;
+static size_t buffer_max = RELAY_DEFAULT_BUFFER;
+static struct relay_conn *conns;
+static bool verbose;
+
+static void __attribute__((noreturn))
+usage(const char *msg)
+{
+	if (msg)
+		fprintf(stderr, "egress-relay: %s\n", msg);
+	fprintf(stderr, "usage: egress-relay --listen ADDR:PORT --egress PATH [--expect DEV:INO]\n"
+	    "                    [--max-conns N] [--buffer BYTES] [--ready-fd FD]\n");
+	exit(2);
+}
+
+static void
+relay_free(struct relay_conn *rc)
+{
+	if (rc->prev)
+		rc->prev->next = rc->next;
+	else
+		conns = rc->next;
+	if (rc->next)
+		rc->next->prev = rc->prev;
+	bufferevent_free(rc->client);
+	if (rc->egress)
+		bufferevent_free(rc->egress);
+	free(rc);
+	nconns--;
+}
+
+static void
+relay_maybe_done(struct relay_conn *rc)
+{
+	if (rc->client_shut && rc->egress_shut)
+		relay_free(rc);
+}
+
+/* After EOF on one side, shut the other's write side once its output is delivered. */
+static void
+relay_propagate(struct relay_conn *rc)
+{
+	if (rc->client_eof && !rc->egress_shut &&
+	    evbuffer_get_length(bufferevent_get_output(rc->egress)) == 0) {
+		shutdown(bufferevent_getfd(rc->egress), SHUT_WR);
+		rc->egress_shut = true;
+	}
+	if (rc->egress_eof && !rc->client_shut &&
+	    evbuffer_get_length(bufferevent_get_output(rc->client)) == 0) {
+		shutdown(bufferevent_getfd(rc->client), SHUT_WR);
+		rc->client_shut = true;
+	}
+	relay_maybe_done(rc);
+}
+
+static void
+relay_read(struct bufferevent *src, void *arg)
+{
+	struct relay_conn *rc = arg;
+	struct bufferevent *dst = src == rc->client ? rc->egress : rc->client;
+	struct evbuffer *out = bufferevent_get_output(dst);
+
+	evbuffer_add_buffer(out, bufferevent_get_input(src));
+	/* The bound: a reader that stops makes the writer stop, never the buffer grow. */
+	if (evbuffer_get_length(out) >= buffer_max) {
+		bufferevent_disable(src, EV_READ);
+		bufferevent_setwatermark(dst, EV_WRITE, buffer_max / 2, 0);
+	}
+}
+
+static void
+relay_write(struct bufferevent *dst, void *arg)
+{
+	struct relay_conn *rc = arg;
+	bool to_egress = dst == rc->egress;
+	struct bufferevent *src = to_egress ? rc->client : rc->egress;
+
+	bufferevent_setwatermark(dst, EV_WRITE, 0, 0);
+	if (!(to_egress ? rc->client_eof : rc->egress_eof))
+		bufferevent_enable(src, EV_READ);
+	relay_propagate(rc);
+}
+
+static void
+relay_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct relay_conn *rc = arg;
+	bool client = bev == rc->client;
+
+	if (what & BEV_EVENT_EOF) {
+		relay_read(bev, rc);
+		if (client)
+			rc->client_eof = true;
+		else
+			rc->egress_eof = true;
+		relay_propagate(rc);
+		return;
+	}
+	if (what & BEV_EVENT_ERROR)
+		relay_free(rc);
+}
+
+/* Connects to the pinned socket: never by its path, always through the pinned inode. */
+static int
+relay_connect_egress(void)
+{
+	struct sockaddr_un sun;
+	int fd;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	memcpy(sun.sun_path, pinned_path, strlen(pinned_path));
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	/* Blocking connect on a local socket: it either completes or fails at once. */
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	if (evutil_make_socket_nonblocking(fd) == -1) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void
+relay_accept_cb(evutil_socket_t lfd, short what, void *arg)
+{
+	(void)what;
+	(void)arg;
+	for (int i = 0; i < 64; i++) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), efd, one = 1;
+		struct relay_conn *rc;
+
+		if (fd == -1) {
+			if (errno == EMFILE || errno == ENFILE)
+				fprintf(stderr, "egress-relay: out of descriptors\n");
+			return;
+		}
+		if (nconns >= max_conns) {
+			/* Over the slot limit: refused at once, never queued. */
+			if (verbose)
+				fprintf(stderr, "egress-relay: all %zu slots busy, refused\n",
+				    max_conns);
+			close(fd);
+			continue;
+		}
+		if ((efd = relay_connect_egress()) == -1) {
+			fprintf(stderr, "egress-relay: egress socket: %s\n", strerror(errno));
+			close(fd);
+			continue;
+		}
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		rc = xcalloc(1, sizeof(*rc));
+		rc->client = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+		rc->egress = bufferevent_socket_new(base, efd, BEV_OPT_CLOSE_ON_FREE);
+		if (rc->client == NULL || rc->egress == NULL) {
+			if (rc->client)
+				bufferevent_free(rc->client);
+			else
+				close(fd);
+			if (rc->egress)
+				bufferevent_free(rc->egress);
+			else
+				close(efd);
+			free(rc);
+			continue;
+		}
+		bufferevent_setcb(rc->client, relay_read, relay_write, relay_event, rc);
+		bufferevent_setcb(rc->egress, relay_read, relay_write, relay_event, rc);
+		bufferevent_setwatermark(rc->client, EV_READ, 0, buffer_max);
+		bufferevent_setwatermark(rc->egress, EV_READ, 0, buffer_max);
+		bufferevent_enable(rc->client, EV_READ | EV_WRITE);
+		bufferevent_enable(rc->egress, EV_READ | EV_WRITE);
+		rc->next = conns;
+		if (conns)
+			conns->prev = rc;
+		conns = rc;
+		nconns++;
+	}
+}
+
+/* Loopback only: the relay never listens where anything but the sandbox could reach. */
+static int
+relay_listen(const char *spec)
+{
+	const char *colon = strrchr(spec, ':');
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+	struct addr a;
+	char *end;
+	const char *host = spec;
+	size_t hlen;
+	unsigned long port;
+	int fd, one = 1;
+
+	if (colon == NULL)
+		usage("--listen takes ADDR:PORT");
+	hlen = (size_t)(colon - spec);
+	if (hlen >= 2 && spec[0] == '[' && spec[hlen - 1] == ']') {
+		host++;
+		hlen -= 2;
+	}
+	port = strtoul(colon + 1, &end, 10);
+	if (colon[1] == '\0' || *end != '\0' || port > 65535)
+		usage("--listen: bad port");
+	if (addr_parse(host, hlen, &a) == -1)
+		usage("--listen: bad address");
+	memset(&ss, 0, sizeof(ss));
+	if (a.family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+
+		if (a.b[0] != 127)
+			usage("--listen: only loopback addresses (127.0.0.0/8, ::1)");
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons((uint16_t)port);
+		memcpy(&sin->sin_addr, a.b, 4);
+		sslen = sizeof(*sin);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+		static const uint8_t loop6[16] = { [15] = 1 };
+
+		if (memcmp(a.b, loop6, 16) != 0)
+			usage("--listen: only loopback addresses (127.0.0.0/8, ::1)");
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons((uint16_t)port);
+		memcpy(&sin6->sin6_addr, a.b, 16);
+		sslen = sizeof(*sin6);
+	}
+	if ((fd = socket(a.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == -1 ||
+	    bind(fd, (struct sockaddr *)&ss, sslen) == -1 || listen(fd, 128) == -1) {
+		fprintf(stderr, "egress-relay: listen %s: %s\n", spec, strerror(errno));
+		exit(1);
+	}
+	return fd;
+}
+
+/* Pins the principal socket; refuses one that is not a socket or not the expected one. */
+static void
+relay_pin(const char *path, const char *expect)
+{
+	struct stat st;
+
+	if ((pinned_fd = open(path, O_PATH | O_CLOEXEC | O_NOFOLLOW)) == -1) {
+		fprintf(stderr, "egress-relay: %s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+	if (fstat(pinned_fd, &st) == -1 || !S_ISSOCK(st.st_mode)) {
+		fprintf(stderr, "egress-relay: %s is not a socket\n", path);
+		exit(1);
+	}
+	if (expect != NULL) {
+		unsigned long long dev, ino;
+		char *end;
+
+		dev = strtoull(expect, &end, 10);
+		if (*end != ':')
+			usage("--expect takes DEV:INO");
+		ino = strtoull(end + 1, &end, 10);
+		if (*end != '\0')
+			usage("--expect takes DEV:INO");
+		if ((unsigned long long)st.st_dev != dev || (unsigned long long)st.st_ino != ino) {
+			fprintf(stderr, "egress-relay: %s is %llu:%llu, not the expected %s: refused\n",
+			    path, (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+			    expect);
+			exit(1);
+		}
+	}
+	snprintf(pinned_path, sizeof(pinned_path), "/proc/self/fd/%d", pinned_fd);
+}
+
+static void
+relay_signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+	(void)sig;
+	(void)what;
+	(void)arg;
+	event_base_loopexit(base, NULL);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "listen", required_argument, NULL, 'l' },
+		{ "egress", required_argument, NULL, 'e' },
+		{ "expect", required_argument, NULL, 'x' },
+		{ "max-conns", required_argument, NULL, 'm' },
+		{ "buffer", required_argument, NULL, 'b' },
+		{ "ready-fd", required_argument, NULL, 'r' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *listen_spec = NULL, *egress = NULL, *expect = NULL;
+	struct event *ev_accept, *ev_term, *ev_int;
+	int ch, lfd, ready_fd = -1;
+	char *end;
+
+	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'l': listen_spec = optarg; break;
+		case 'e': egress = optarg; break;
+		case 'x': expect = optarg; break;
+		case 'm':
+			max_conns = strtoul(optarg, &end, 10);
+			if (*end != '\0' || max_conns < 1 || max_conns > RELAY_MAX_CONNS)
+				usage("--max-conns takes 1 to 65536");
+			break;
+		case 'b':
+			buffer_max = strtoul(optarg, &end, 10);
+			if (*end != '\0' || buffer_max < RELAY_MIN_BUFFER ||
+			    buffer_max > RELAY_MAX_BUFFER)
+				usage("--buffer takes 4096 to 16777216 bytes");
+			break;
+		case 'r':
+			ready_fd = (int)strtol(optarg, &end, 10);
+			if (*end != '\0' || ready_fd < 0)
+				usage("--ready-fd takes a descriptor");
+			break;
+		case 'v': verbose = true; break;
+		default: usage(NULL);
+		}
+	}
+	if (listen_spec == NULL || egress == NULL || optind != argc)
+		usage(NULL);
+	/* Nobody may read this process's memory or attach to it. */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1) {
+		fprintf(stderr, "egress-relay: PR_SET_DUMPABLE: %s\n", strerror(errno));
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	relay_pin(egress, expect);
+	lfd = relay_listen(listen_spec);
+	if ((base = event_base_new()) == NULL) {
+		fprintf(stderr, "egress-relay: libevent: no event base\n");
+		return 1;
+	}
+	ev_accept = event_new(base, lfd, EV_READ | EV_PERSIST, relay_accept_cb, NULL);
+	ev_term = evsignal_new(base, SIGTERM, relay_signal_cb, NULL);
+	ev_int = evsignal_new(base, SIGINT, relay_signal_cb, NULL);
+	event_add(ev_accept, NULL);
+	event_add(ev_term, NULL);
+	event_add(ev_int, NULL);
+	if (sandbox_relay_filter() == -1)
+		return 1;
+	/* Listening now: tell whoever waits (egress-launch), then serve. */
+	if (ready_fd >= 0) {
+		if (write(ready_fd, "ready\n", 6) != 6) {
+			fprintf(stderr, "egress-relay: ready-fd: %s\n", strerror(errno));
+			return 1;
+		}
+		close(ready_fd);
+	}
+	event_base_dispatch(base);
+	while (conns != NULL)
+		relay_free(conns);
+	event_free(ev_accept);
+	event_free(ev_term);
+	event_free(ev_int);
+	event_base_free(base);
+	close(lfd);
+	close(pinned_fd);
+	return 0;
+}

@@ -1,0 +1,240 @@
+/*
+ * sandbox.c: seccomp filters, capabilities and no_new_privs for egress-launch and
+ * egress-relay. The filters are deny lists on top of an allowed default: the workload is
+ * an arbitrary program, so what is closed is exactly what could open another way out
+ * (other socket families, io_uring, namespaces, ptrace, terminal injection, other ABIs).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+
+#include <seccomp.h>
+
+#include "sandbox.h"
+
+/* Every namespace flag clone(2) and unshare(2) accept. */
+#define SANDBOX_NS_FLAGS (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | \
+	CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWTIME)
+
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+
+const char *
+sandbox_arch(void)
+{
+	switch (seccomp_arch_native()) {
+	case SCMP_ARCH_X86_64:
+		return "x86_64";
+	case SCMP_ARCH_AARCH64:
+		return "aarch64";
+	default:
+		return NULL;
+	}
+}
+
+static int
+sandbox_rule(scmp_filter_ctx ctx, uint32_t action, const char *name, unsigned n,
+    const struct scmp_arg_cmp *cmp)
+{
+	int nr = seccomp_syscall_resolve_name(name), r;
+
+	if (nr == __NR_SCMP_ERROR) {
+		fprintf(stderr, "seccomp: no syscall %s on this architecture\n", name);
+		return -1;
+	}
+	if (nr < 0)
+		return 0;       /* a pseudo syscall this architecture does not have */
+	if ((r = seccomp_rule_add_array(ctx, action, nr, n, cmp)) != 0) {
+		fprintf(stderr, "seccomp: rule for %s: %s\n", name, strerror(-r));
+		return -1;
+	}
+	return 0;
+}
+
+static scmp_filter_ctx
+sandbox_new(bool log)
+{
+	scmp_filter_ctx ctx;
+	const char *arch = sandbox_arch();
+
+	if (arch == NULL) {
+		fprintf(stderr, "seccomp: no rule set for this architecture (token %#x): refusing "
+		    "to run unconfined\n", seccomp_arch_native());
+		return NULL;
+	}
+	if ((ctx = seccomp_init(SCMP_ACT_ALLOW)) == NULL) {
+		fprintf(stderr, "seccomp: cannot initialise a filter\n");
+		return NULL;
+	}
+	/*
+	 * Only the native ABI: i386 and x32 syscalls on x86-64 (whose numbers mean other
+	 * things) kill the process. seccomp_init adds only the native architecture, and the
+	 * bad-architecture action covers both (libseccomp treats x32 as its own architecture).
+	 */
+	if (seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH,
+	    log ? SCMP_ACT_LOG : SCMP_ACT_KILL_PROCESS) != 0 ||
+	    seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 1) != 0) {
+		fprintf(stderr, "seccomp: cannot set filter attributes\n");
+		seccomp_release(ctx);
+		return NULL;
+	}
+	return ctx;
+}
+
+static int
+sandbox_load(scmp_filter_ctx ctx)
+{
+	int r = seccomp_load(ctx);
+
+	seccomp_release(ctx);
+	if (r != 0) {
+		fprintf(stderr, "seccomp: cannot load the filter: %s\n", strerror(-r));
+		return -1;
+	}
+	return 0;
+}
+
+/* socket(): only the families listed; every other fails with EAFNOSUPPORT. */
+static int
+sandbox_socket_families(scmp_filter_ctx ctx, const int *allowed, size_t n)
+{
+	/*
+	 * A deny rule per range of families between the allowed ones: libseccomp compares one
+	 * argument per rule, and AF_MAX is small.
+	 */
+	int lo = 0;
+
+	for (size_t i = 0; i <= n; i++) {
+		int hi = i < n ? allowed[i] : 0x7fffffff;
+
+		for (int fam = lo; fam < hi && fam < 64; fam++) {
+			struct scmp_arg_cmp cmp = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fam);
+
+			if (sandbox_rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), "socket", 1, &cmp) == -1)
+				return -1;
+		}
+		lo = hi + 1;
+	}
+	{
+		/* Anything at or above 64 (no such family today) is refused as well. */
+		struct scmp_arg_cmp cmp = SCMP_A0(SCMP_CMP_GE, 64);
+
+		if (sandbox_rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), "socket", 1, &cmp) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+int
+sandbox_workload_filter(bool log)
+{
+	static const int inet[] = { AF_INET, AF_INET6 };
+	static const char *const eperm[] = {
+		"io_uring_setup", "io_uring_enter", "io_uring_register", "ptrace",
+		"process_vm_readv", "process_vm_writev", "pidfd_getfd", "unshare", "setns",
+	};
+	scmp_filter_ctx ctx = sandbox_new(log);
+	struct scmp_arg_cmp cmp;
+
+	if (ctx == NULL)
+		return -1;
+	if (sandbox_socket_families(ctx, inet, 2) == -1)
+		goto fail;
+	cmp = (struct scmp_arg_cmp)SCMP_A0(SCMP_CMP_NE, AF_UNIX);
+	if (sandbox_rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), "socketpair", 1, &cmp) == -1)
+		goto fail;
+	for (size_t i = 0; i < sizeof(eperm) / sizeof(eperm[0]); i++)
+		if (sandbox_rule(ctx, SCMP_ACT_ERRNO(EPERM), eperm[i], 0, NULL) == -1)
+			goto fail;
+	cmp = (struct scmp_arg_cmp)SCMP_A0(SCMP_CMP_MASKED_EQ, SANDBOX_NS_FLAGS, 0);
+	/* clone with any namespace flag: the rule matches when (flags & NS) != 0. */
+	for (unsigned bit = 0; bit < 32; bit++) {
+		unsigned long flag = 1UL << bit;
+
+		if ((SANDBOX_NS_FLAGS & flag) == 0)
+			continue;
+		cmp = (struct scmp_arg_cmp)SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag);
+		if (sandbox_rule(ctx, SCMP_ACT_ERRNO(EPERM), "clone", 1, &cmp) == -1)
+			goto fail;
+	}
+	/* clone3 passes its flags in memory the filter cannot read: libc then uses clone. */
+	if (sandbox_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL) == -1)
+		goto fail;
+	cmp = (struct scmp_arg_cmp)SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI);
+	if (sandbox_rule(ctx, SCMP_ACT_ERRNO(EPERM), "ioctl", 1, &cmp) == -1)
+		goto fail;
+	return sandbox_load(ctx);
+fail:
+	seccomp_release(ctx);
+	return -1;
+}
+
+int
+sandbox_relay_filter(void)
+{
+	static const int unixonly[] = { AF_UNIX };
+	static const char *const eperm[] = {
+		"execve", "execveat", "ptrace", "process_vm_readv", "process_vm_writev",
+		"io_uring_setup", "bind", "listen", "unshare", "setns", "pidfd_getfd",
+	};
+	scmp_filter_ctx ctx = sandbox_new(false);
+
+	if (ctx == NULL)
+		return -1;
+	if (sandbox_socket_families(ctx, unixonly, 1) == -1)
+		goto fail;
+	for (size_t i = 0; i < sizeof(eperm) / sizeof(eperm[0]); i++)
+		if (sandbox_rule(ctx, SCMP_ACT_ERRNO(EPERM), eperm[i], 0, NULL) == -1)
+			goto fail;
+	return sandbox_load(ctx);
+fail:
+	seccomp_release(ctx);
+	return -1;
+}
+
+int
+sandbox_drop_caps(void)
+{
+	cap_t none = cap_init();
+	int r = 0;
+
+	if (none == NULL)
+		return -1;
+	/* The bounding set first: dropping from it needs CAP_SETPCAP, held until the end. */
+	for (cap_value_t c = 0; c <= CAP_LAST_CAP; c++) {
+		if (CAP_IS_SUPPORTED(c) && cap_drop_bound(c) == -1 && errno != EINVAL &&
+		    errno != EPERM) {
+			fprintf(stderr, "capabilities: bounding set: %s\n", strerror(errno));
+			r = -1;
+		}
+	}
+	if (cap_reset_ambient() == -1 && errno != EINVAL) {
+		fprintf(stderr, "capabilities: ambient set: %s\n", strerror(errno));
+		r = -1;
+	}
+	if (cap_set_proc(none) == -1) {
+		fprintf(stderr, "capabilities: %s\n", strerror(errno));
+		r = -1;
+	}
+	cap_free(none);
+	return r;
+}
+
+int
+sandbox_no_new_privs(void)
+{
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1) {
+		fprintf(stderr, "no_new_privs: %s\n", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
