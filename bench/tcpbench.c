@@ -449,6 +449,7 @@ tb_conn_start(struct tb_run *r, struct tb_conn *c)
 	if (c->fd == -1)
 		tb_conn_die(r, c, "socket: %s", strerror(errno));
 	c->interest = 0;
+	c->phase = PH_CONNECT;
 	if (r->path->family == AF_INET &&
 	    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == -1)
 		tb_conn_die(r, c, "TCP_NODELAY: %s", strerror(errno));
@@ -457,7 +458,6 @@ tb_conn_start(struct tb_run *r, struct tb_conn *c)
 		return;
 	}
 	if (errno == EINPROGRESS) {
-		c->phase = PH_CONNECT;
 		tb_conn_want(r, c, EPOLLOUT);
 		return;
 	}

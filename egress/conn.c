@@ -90,7 +90,7 @@ struct conn {
 	bool opened;                 /* open receipt written */
 	uint64_t bytes_up, bytes_down;
 	struct timespec start;
-	time_t last_activity;
+	int64_t last_activity;       /* CLOCK_MONOTONIC ms */
 	bool c_eof, u_eof, c_shut, u_shut;
 	const char *first_eof;
 	/* HTTP forwarding: the head to send upstream, then exactly one body. */
@@ -172,9 +172,12 @@ conn_log(const struct conn *c, const char *event, enum egress_reason reason, con
 {
 	char wbuf[256];
 
-	log_info("event=%s principal=%s id=%s frontend=%s host=%s port=%d addr=%s reason=%s%s%s",
+	char port[8];
+
+	snprintf(port, sizeof(port), "%u", (unsigned)c->port);
+	log_info("event=%s principal=%s id=%s frontend=%s host=%s port=%s addr=%s reason=%s%s%s",
 	    event, c->p->name, c->id, frontend_names[c->fe] ? frontend_names[c->fe] : "-",
-	    c->has_host ? c->host.name : "-", c->has_host ? c->port : 0,
+	    c->has_host ? c->host.name : "-", c->has_host ? port : "-",
 	    c->addr_text[0] ? c->addr_text : "-", egress_reason_name(reason),
 	    why ? " why=" : "", why ? log_value(why, wbuf, sizeof(wbuf)) : "");
 }
@@ -460,7 +463,7 @@ conn_relay_move(struct conn *c, struct bufferevent *src)
 	else
 		c->bytes_down += (uint64_t)moved;
 	c->p->bytes += (uint64_t)moved;
-	c->last_activity = time(NULL);
+	c->last_activity = egressd_now_ms();
 	if (s->quota_bytes != EGRESS_UNLIMITED && c->p->bytes > s->quota_bytes) {
 		conn_close(c, EGRESS_QUOTA_BYTES, "quota-bytes");
 		return false;
@@ -550,13 +553,16 @@ conn_relay_event(struct bufferevent *bev, short what, void *arg)
 static void
 conn_idle_check(struct conn *c)
 {
-	time_t now = time(NULL), idle = (time_t)conn_settings(c)->timeout_idle;
+	int64_t now = egressd_now_ms(), idle = (int64_t)conn_settings(c)->timeout_idle * 1000;
+	struct timeval tv;
 
 	if (now - c->last_activity >= idle) {
 		conn_close(c, EGRESS_IDLE_TIMEOUT, "idle-timeout");
 		return;
 	}
-	conn_set_timer(c, (unsigned)(c->last_activity + idle - now));
+	tv.tv_sec = (time_t)((c->last_activity + idle - now) / 1000);
+	tv.tv_usec = (suseconds_t)(((c->last_activity + idle - now) % 1000) * 1000);
+	evtimer_add(c->timer, &tv);
 }
 
 static void
@@ -590,7 +596,7 @@ conn_start_relay(struct conn *c, int fd)
 		}
 		c->state = CS_RELAY;
 	}
-	c->last_activity = time(NULL);
+	c->last_activity = egressd_now_ms();
 
 	switch (c->fe) {
 	case FE_HTTP_CONNECT: {
@@ -683,7 +689,7 @@ conn_guard_release(struct conn *c, size_t n)
 	if (moved > 0) {
 		c->bytes_up += (uint64_t)moved;
 		c->p->bytes += (uint64_t)moved;
-		c->last_activity = time(NULL);
+		c->last_activity = egressd_now_ms();
 	}
 }
 
@@ -747,13 +753,13 @@ conn_guard_read(struct bufferevent *bev, void *arg)
 			conn_guard_end(c);
 			return;
 		case TLS_HELLO:
+			if (res.has_sni && c->sni == NULL)
+				c->sni = xstrdup(res.sni);
 			if (res.ech) {
 				conn_guard_refuse(c, EGRESS_SNI_ECH,
 				    "ClientHello carries encrypted_client_hello", NULL, 0);
 				return;
 			}
-			if (res.has_sni && c->sni == NULL)
-				c->sni = xstrdup(res.sni);
 			if (!res.has_sni && c->host.kind == HOST_NAME) {
 				conn_guard_refuse(c, EGRESS_SNI_MISSING,
 				    "ClientHello without server_name for a name", NULL, 0);
@@ -1109,6 +1115,9 @@ conn_http(struct conn *c, struct evbuffer *in)
 	}
 	if (st == PROTO_ERROR) {
 		free(req);
+		/* The first byte chose HTTP: the method, if readable, says which frontend. */
+		c->fe = want >= 8 && memcmp(data, "CONNECT ", 8) == 0 ? FE_HTTP_CONNECT :
+		    FE_HTTP_FORWARD;
 		conn_deny(c, err.reason, err.why, err.raw, err.raw_len, err.http_status, -1);
 		return;
 	}
@@ -1254,6 +1263,9 @@ conn_client_event(struct bufferevent *bev, short what, void *arg)
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
 		/* The client left before a decision: a request half sent is malformed. */
 		if (c->state == CS_SNIFF && evbuffer_get_length(bufferevent_get_input(bev)) == 0) {
+			/* Every attempt leaves a receipt: this one, without a frontend. */
+			conn_deny_receipt(c, EGRESS_MALFORMED_REQUEST,
+			    "closed before sending a request", NULL, 0);
 			conn_free(c);
 			return;
 		}
@@ -1406,7 +1418,8 @@ conn_close(struct conn *c, enum egress_reason reason, const char *cause)
 void
 conn_abort(struct conn *c, enum egress_reason reason, const char *close_cause)
 {
-	if (c->opened)
+	/* A tunnel (its success answer already sent) closes; it is never answered again. */
+	if (c->opened || c->state == CS_GUARD || c->state == CS_RELAY)
 		conn_close(c, reason, close_cause);
 	else if (c->state == CS_DRAIN)
 		conn_free(c);

@@ -147,7 +147,7 @@ struct pin {
 	char *name;
 	struct addr addrs[EGRESSD_MAX_ADDRS];
 	size_t naddrs;
-	time_t expires;
+	int64_t expires_ms;          /* CLOCK_MONOTONIC */
 	TAILQ_ENTRY(pin) entry;
 };
 
@@ -239,5 +239,7 @@ extern time_t egressd_started;
 struct policy *egressd_load_policy(const char *file, char *err, size_t errlen);
 /* A fresh connection id "c-<hex>". */
 void egressd_new_id(char out[24]);
+/* CLOCK_MONOTONIC in milliseconds: every deadline is measured with it. */
+int64_t egressd_now_ms(void);
 
 #endif

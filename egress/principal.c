@@ -238,11 +238,11 @@ const struct pin *
 principal_pin_get(struct principal *p, const char *name)
 {
 	struct pin *pin, *next;
-	time_t now = time(NULL);
+	int64_t now = egressd_now_ms();
 
 	for (pin = TAILQ_FIRST(&p->pins); pin != NULL; pin = next) {
 		next = TAILQ_NEXT(pin, entry);
-		if (pin->expires <= now) {
+		if (pin->expires_ms <= now) {
 			TAILQ_REMOVE(&p->pins, pin, entry);
 			p->npins--;
 			free(pin->name);
@@ -281,7 +281,7 @@ principal_pin_put(struct principal *p, const char *name, const struct addr *addr
 	pin->name = xstrdup(name);
 	memcpy(pin->addrs, addrs, n * sizeof(*addrs));
 	pin->naddrs = n;
-	pin->expires = time(NULL) + (time_t)life;
+	pin->expires_ms = egressd_now_ms() + (int64_t)life * 1000;
 	TAILQ_INSERT_TAIL(&p->pins, pin, entry);
 	p->npins++;
 }

@@ -3,9 +3,10 @@
 # hostile answers: private (10.x, 169.254.x, 0.0.0.0), IPv4-mapped and NAT64-embedded
 # loopback, one permitted and one private answer for one name, CNAMEs to denied and to
 # private names, NXDOMAIN, SERVFAIL, REFUSED and silence (dns-timeout). Numeric tricks
-# are bad-host and never resolved; names are asked absolute, once, without a search list;
-# answers are pinned for pin min even when the zone changes, and re-resolved after pin max;
-# the operator's hosts file is validated like DNS; a configured nat64-prefix is decoded.
+# are bad-host and never resolved, as are zone ids and names with a NUL; names are asked
+# absolute, once, without a search list; answers are pinned for pin min even when the zone
+# changes (also a name pinned late in a second), and re-resolved after pin max; the
+# operator's hosts file is validated like DNS; a configured nat64-prefix is decoded.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/e2e/lib.sh"
 cd "$WORK" || exit 1
 
@@ -43,6 +44,7 @@ refused.e2e.test    REFUSED
 silent.e2e.test     SILENT
 pin.e2e.test        A     127.0.0.1 1
 rebind.e2e.test     A     127.0.0.1 1
+pin2.e2e.test       A     127.0.0.1 1
 EOF
 sed -e 's/^pin.e2e.test .*/pin.e2e.test A 127.0.0.2 1/' \
     -e 's/^rebind.e2e.test .*/rebind.e2e.test A 10.3.3.3 1/' zone1 > zone2
@@ -65,10 +67,12 @@ allow 127.0.0.1 1024-65535
 timeout dns 1s
 EOF
 { cat open.policy; echo "pin min 1s max 2s"; } > shortpin.policy
+{ cat open.policy; echo "pin min 2s max 2s"; } > pin2.policy
 conf_begin "hosts $WORK/hosts" "nat64-prefix 2a00:1:64::/96"
 principal open open.policy
 principal strict strict.policy
 principal shortpin shortpin.policy
+principal pin2 pin2.policy
 egressd_start
 OPEN=$RUN/open.sock
 STRICT=$RUN/strict.sock
@@ -136,6 +140,17 @@ for h in 2130706433 0x7f.1 127.1 0177.0.0.1 0x7f000001 1.2.3; do
 done
 expect_eq "no numeric trick was ever asked of DNS" "" \
     "$(grep -E '^(2130706433|0x7f|127\.1 |0177|1\.2\.3 )' "$DNSLOG")"
+for z in "fe80::1%25eth0" "fe80::1%eth0"; do
+	expect_eq "an IPv6 zone id is bad-host ($z)" "400 bad-host closed" \
+	    "$(py raw "$OPEN" --http --data "CONNECT [$z]:$UP HTTP/1.1\r\nHost: [$z]:$UP\r\n\r\n")"
+done
+m=$(rcpt_mark)
+nul=$(printf 'nul.com' | od -An -tx1 | tr -d ' \n')00$(printf '.e2e.test' | od -An -tx1 | tr -d ' \n')
+expect_match "a SOCKS5 name with a NUL byte is refused" "^050005(01|02)0001000000000000 closed$" \
+    "$(py raw "$OPEN" --hex "05010005010003""11$nul$(printf '%04x' "$UP")")"
+expect_match "... its receipt has the bytes hex-encoded, no host" "^deny (malformed-request|bad-host) - $nul$" \
+    "$(rcpt --skip "$m" --wait 2 --fields event,reason,host,raw)"
+expect_eq "... and no part of it was asked of DNS" 0 "$(grep -c '^nul' "$DNSLOG")"
 m=$(rcpt_mark)
 expect_eq "an address sent as a SOCKS5 name is a literal, never resolved" "02 closed" \
     "$(py tunnel socks5 "$OPEN" 127.0.0.1 "$UP" --atyp 3)"
@@ -180,7 +195,7 @@ denied "REFUSED" "$OPEN" refused.e2e.test dns-failure 502 04
 m=$(rcpt_mark)
 out=$(py raw "$OPEN" --http --elapsed --data "CONNECT silent.e2e.test:$UP HTTP/1.1\r\nHost: silent.e2e.test:$UP\r\n\r\n")
 expect_eq "a resolver that never answers: 504" "504 dns-timeout closed" "$(echo "$out" | head -n 1)"
-expect_match "after about timeout dns (1s)" "^elapsed (0\.9|1\.|2\.)" "$(echo "$out" | sed -n 2p)"
+expect_match "after about timeout dns (1s)" "^elapsed (0\.9|[123]\.)" "$(echo "$out" | sed -n 2p)"
 expect_eq "dns-timeout receipt" "deny dns-timeout http-connect silent.e2e.test $UP" \
     "$(rcpt --skip "$m" --wait 2 --fields event,reason,frontend,host,port)"
 expect_eq "dns-timeout by SOCKS5" "04 closed" "$(py tunnel socks5 "$OPEN" silent.e2e.test "$UP")"
@@ -207,6 +222,14 @@ expect_eq "pin: after pin max the new answer is used" "second" \
     "$(get "$RUN/shortpin.sock" pin.e2e.test | sed -n 2p | cut -d' ' -f1)"
 expect_eq "pin: after pin max the name was asked again" 1 \
     "$([ "$(asked pin.e2e.test)" -gt "$asked_before" ] && echo 1)"
+# pin min 2s is two seconds, also for a name pinned late in a wall-clock second.
+expect_eq "pin min 2s: first request, at the end of a second" "00" \
+    "$(py tunnel socks5 "$RUN/pin2.sock" pin2.e2e.test "$UP" --align 0.93)"
+n2=$(grep -c '^pin2.e2e.test A$' "$DNSLOG")
+sleep 1.25
+expect_eq "pin min 2s: a request 1.25 s later" "00" "$(py tunnel socks5 "$RUN/pin2.sock" pin2.e2e.test "$UP")"
+expect_eq "pin min 2s: ... still uses the pin (the name is not asked again)" "$n2" \
+    "$(grep -c '^pin2.e2e.test A$' "$DNSLOG")"
 if isolated "rebinding to a private address after pin max"; then
 	denied "rebinding to 10.x after pin max" "$RUN/shortpin.sock" rebind.e2e.test private-address 403 02
 fi

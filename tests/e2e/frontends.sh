@@ -170,6 +170,16 @@ out=$($CURL --socks4 "$PROXY" "http://127.0.0.1:$WEB/s4")
 expect_eq "curl --socks4 to an IPv4 literal" "web GET /s4 0" "$out"
 expect_eq "SOCKS4 receipt" "open allowed socks4 127.0.0.1 $WEB" "$(rcpt --skip "$m" --where event=open)"
 
+# RFC 1929 only: greeting offering 02, credentials, request, payload, all in one write.
+user=$(printf e2euser | od -An -tx1 | tr -d ' \n')
+pass=$(printf 'sock5-s3cret' | od -An -tx1 | tr -d ' \n')
+name=$(printf echo.e2e.test | od -An -tx1 | tr -d ' \n')
+port=$(printf '%04x' "$ECHO")
+out=$(py raw "$SOCK" --timeout 1 --hex "05010201""07$user""0c$pass""050100030d$name$port""70696e67")
+expect_eq "SOCKS5 username/password: 05 02, 01 00, 00 and the payload echoed" \
+    "0502010005000001000000000000$(printf ping | od -An -tx1 | tr -d ' \n') open" "$out"
+expect_eq "the SOCKS5 password is never logged" "" "$(grep -l 'sock5-s3cret' egressd.err "$RCPT")"
+
 out=$(py tunnel socks5 "$SOCK" echo.e2e.test "$ECHO" --split --mode echo --size 3000)
 expect_eq "SOCKS5 split byte by byte" "00
 echo-ok" "$out"

@@ -104,17 +104,20 @@ def serve_forever(s, handler, args):
 
 
 def h_echo(c, args):
+    n = 0
     try:
         while True:
             b = c.recv(CHUNK)
             if not b:
                 break
+            n += len(b)
             c.sendall(b)
         c.shutdown(socket.SHUT_WR)
     except OSError:
         pass
     finally:
         c.close()
+        log_line(args.log, {"bytes": n})
 
 
 def read_head(c, buf, deadline):
@@ -260,10 +263,23 @@ def h_flood(c, args):
         write_atomic(args.report, "sent %d %s\n" % (sent, h.hexdigest()))
 
 
+def h_bannerfirst(c, args):
+    """A server-first peer that half-closes at once: banner, SHUT_WR, then reads to EOF."""
+    try:
+        c.sendall(b"banner from upstream\n")
+        c.shutdown(socket.SHUT_WR)
+        n, sha, _ = recv_to_eof(c, deadline=time.monotonic() + 30)
+        write_atomic(args.report, "recv %d %s\n" % (n, sha))
+    except OSError as e:
+        write_atomic(args.report, "error %s\n" % e)
+    finally:
+        c.close()
+
+
 def cmd_serve(args):
     s = listener(args.addr, args.port)
     handler = {"echo": h_echo, "http": h_http, "eofreply": h_eofreply, "bulk": h_bulk,
-               "flood": h_flood}[args.kind]
+               "flood": h_flood, "bannerfirst": h_bannerfirst}[args.kind]
     write_atomic(args.port_file, "%d\n" % s.getsockname()[1])
     serve_forever(s, handler, args)
 
@@ -275,7 +291,7 @@ def cmd_backlog0(args):
     port = s.getsockname()[1]
     fillers = []
     for _ in range(8):
-        f = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        f = socket.socket(s.family, socket.SOCK_STREAM)
         f.setblocking(False)
         try:
             f.connect((args.addr, port))
@@ -428,11 +444,15 @@ def http_verdict(data):
 
 
 def cmd_tunnel(args):
+    if args.align is not None:
+        # Start at a chosen fraction of a wall-clock second (timing edges of egressd).
+        time.sleep((args.align - time.time() % 1) % 1)
     s = connect_unix(args.sock, args.uid, args.timeout)
     ok, status = handshake(s, args)
-    if args.status_file:
-        write_atomic(args.status_file, status + "\n")
     out(status)
+    if not ok or args.mode != "hold":
+        if args.status_file:
+            write_atomic(args.status_file, status + "\n")
     if not ok:
         return 0
     t0 = time.monotonic()
@@ -440,14 +460,25 @@ def cmd_tunnel(args):
     if mode == "none":
         s.close()
     elif mode == "echo":
-        data = os.urandom(args.size)
+        # Starts with ASCII: random bytes could look like TLS to the SNI guard.
+        data = (b"echo" + os.urandom(args.size))[:args.size]
         s.sendall(data)
         got = recv_n(s, len(data), time.monotonic() + args.timeout)
         out("echo-ok" if got == data else "echo-bad %d" % len(got))
     elif mode == "hold":
-        # Stays until the far side closes or the hold file disappears.
-        s.setblocking(False)
+        # First --hello (echoed by the upstream: bytes flowed, the SNI guard passed them,
+        # so the open receipt exists), or --wait-bytes from a server-first upstream; then
+        # the status file; then stays until the far side closes or the hold file goes.
         n = 0
+        hello = unescape(args.hello)
+        if hello:
+            s.sendall(hello)
+            n = len(recv_n(s, len(hello), time.monotonic() + args.timeout))
+        elif args.wait_bytes:
+            n = len(recv_n(s, args.wait_bytes, time.monotonic() + args.timeout))
+        if args.status_file:
+            write_atomic(args.status_file, status + "\n")
+        s.setblocking(False)
         why = "held"
         end = time.monotonic() + args.hold_secs
         while time.monotonic() < end:
@@ -494,6 +525,52 @@ def cmd_tunnel(args):
             time.sleep(0.05)
         n, sha, _ = recv_to_eof(s, deadline=time.monotonic() + 60)
         out("recv %d %s" % (n, sha))
+    elif mode == "hello":
+        # A ClientHello (and then an application-data record) to an echo upstream:
+        # "echoed" when every byte came back, else what happened.
+        if args.malformed:
+            data = tls_records(b"\x01\x00\x00\x06\x03\x03\x00\x00\x00\x00\x00\x00"[:10], 1)
+        else:
+            names = [n for n in args.sni if n]
+            data = tls_records(client_hello(names, args.ech), args.records)
+        if args.appdata:
+            data += tls_records(os.urandom(300), 1, 0x17)
+        try:
+            send_maybe_split(s, data, args.split_hello)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        got = recv_n(s, len(data), time.monotonic() + args.timeout)
+        if got == data:
+            out("echoed")
+        else:
+            out("%s after %d" % (closed_soon(s, 1), len(got)))
+    elif mode == "trickle":
+        # One byte every --interval s for --hold-secs, each echoed: activity keeps a
+        # tunnel alive.
+        s.settimeout(2)
+        end = time.monotonic() + args.hold_secs
+        n = 0
+        why = "alive"
+        while time.monotonic() < end:
+            try:
+                s.sendall(b"t")
+                if s.recv(1) != b"t":
+                    why = "eof"
+                    break
+            except OSError:
+                why = "error"
+                break
+            n += 1
+            time.sleep(args.interval)
+        out("%s %d" % (why, n))
+    elif mode == "reverse":
+        # The upstream spoke first and half-closed: read its banner to EOF, then talk.
+        n, sha, first = recv_to_eof(s, deadline=time.monotonic() + args.timeout)
+        out("banner %s" % first.decode("latin-1").strip())
+        s.sendall(args.data.encode())
+        s.shutdown(socket.SHUT_WR)
+        n2, _, _ = recv_to_eof(s, deadline=time.monotonic() + args.timeout)
+        out("after %d" % n2)
     elif mode == "flood":
         # Sends until the tunnel is closed under it (quota-bytes); echoes are read.
         s.setblocking(False)
@@ -525,21 +602,50 @@ def cmd_tunnel(args):
     return 0
 
 
+def client_hello(names, ech=False):
+    """A TLS 1.2/1.3-style ClientHello handshake message with server_name entries."""
+    exts = b""
+    if names:
+        entries = b"".join(b"\x00" + struct.pack(">H", len(n)) + n.encode() for n in names)
+        sn = struct.pack(">H", len(entries)) + entries
+        exts += struct.pack(">HH", 0, len(sn)) + sn
+    sv = b"\x02\x03\x04"                                   # supported_versions: TLS 1.3
+    exts += struct.pack(">HH", 43, len(sv)) + sv
+    if ech:
+        e = b"\x00\x00\x01\x00\x01\x07\x00\x20" + os.urandom(32) + b"\x00\x10" + os.urandom(16)
+        exts += struct.pack(">HH", 0xfe0d, len(e)) + e
+    body = b"\x03\x03" + os.urandom(32) + b"\x00" + b"\x00\x02\x13\x01" + b"\x01\x00" + \
+        struct.pack(">H", len(exts)) + exts
+    return b"\x01" + struct.pack(">I", len(body))[1:] + body
+
+
+def tls_records(msg, n, ctype=0x16):
+    size = -(-len(msg) // n)
+    parts = [msg[i:i + size] for i in range(0, len(msg), size)]
+    return b"".join(bytes([ctype]) + b"\x03\x01" + struct.pack(">H", len(p)) + p for p in parts)
+
+
 def unescape(text):
     return text.encode("latin-1").decode("unicode_escape").encode("latin-1")
 
 
 def cmd_raw(args):
-    s = connect_unix(args.sock, args.uid, args.timeout)
+    # Decoded before connect_unix drops to --uid (which may not read Python's library).
     data = bytes.fromhex(args.hex) if args.hex is not None else unescape(args.data)
+    data2 = unescape(args.data2) if args.data2 is not None else None
+    s = connect_unix(args.sock, args.uid, args.timeout)
     try:
         send_maybe_split(s, data, args.split)
+        if args.sent_file:
+            write_atomic(args.sent_file, "sent\n")
+        if data2 is not None:
+            time.sleep(args.delay)
+            s.sendall(data2)
         if args.shut:
             s.shutdown(socket.SHUT_WR)
     except (BrokenPipeError, ConnectionResetError):
         pass                        # refused early: what was answered still counts
     t0 = time.monotonic()
-    n, _, first = (0, None, b"")
     buf = b""
     deadline = time.monotonic() + args.timeout
     state = "open"
@@ -567,10 +673,80 @@ def cmd_raw(args):
             out("%s %s %s" % (status, reason, state))
         if args.body:
             out(buf.split(b"\r\n\r\n", 1)[-1].decode("latin-1").strip())
+    elif args.text:
+        out("%s %s" % (buf.decode("latin-1").strip() or "none", state))
     else:
         out("%s %s" % (buf.hex() or "none", state))
     if args.elapsed:
         out("elapsed %.1f" % secs)
+    return 0
+
+
+def cmd_hold_many(args):
+    """Opens N connections that send nothing and keeps them while --hold-file exists."""
+    socks = []
+    for _ in range(args.n):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(5)
+        s.connect(args.sock)
+        socks.append(s)
+    write_atomic(args.ready_file, "%d\n" % len(socks))
+    end = time.monotonic() + 60
+    while os.path.exists(args.hold_file) and time.monotonic() < end:
+        time.sleep(0.05)
+    for s in socks:
+        s.close()
+    return 0
+
+
+def cpu_ticks(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])      # utime + stime
+
+
+def cmd_cpu(args):
+    """CPU time (ms) the process used during --secs seconds."""
+    t0 = cpu_ticks(args.pid)
+    time.sleep(args.secs)
+    hz = os.sysconf("SC_CLK_TCK")
+    out(str((cpu_ticks(args.pid) - t0) * 1000 // hz))
+    return 0
+
+
+def cmd_burst(args):
+    """N sequential requests, as fast as egressd answers; prints 'N x STATUS' lines."""
+    data = bytes.fromhex(args.hex) if args.hex is not None else unescape(args.data)
+    seen = {}
+    t0 = time.monotonic()
+    for _ in range(args.n):
+        s = connect_unix(args.sock, None, args.timeout)
+        try:
+            s.sendall(data)
+            if args.shut:
+                s.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        buf = b""
+        deadline = time.monotonic() + args.timeout
+        while time.monotonic() < deadline:
+            s.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                b = s.recv(CHUNK)
+            except (socket.timeout, ConnectionResetError):
+                break
+            if not b:
+                break
+            buf += b
+        s.close()
+        if buf.startswith(b"HTTP/"):
+            st = " ".join(http_verdict(buf))
+        else:
+            st = buf[:4].hex() or "none"
+        seen[st] = seen.get(st, 0) + 1
+    for k in sorted(seen):
+        out("%d x %s" % (seen[k], k))
+    out("elapsed %.2f" % (time.monotonic() - t0))
     return 0
 
 
@@ -611,6 +787,9 @@ def cmd_rcpt(args):
         time.sleep(0.05)
     if args.count:
         out(str(len(hits)))
+        return 0
+    if args.sum_count:
+        out(str(sum(int(r.get("count", 1)) for r in hits)))
         return 0
     if not hits:
         out("none")
@@ -737,7 +916,7 @@ def main():
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     p = sub.add_parser("serve")
-    p.add_argument("kind", choices=["echo", "http", "eofreply", "bulk", "flood"])
+    p.add_argument("kind", choices=["echo", "http", "eofreply", "bulk", "flood", "bannerfirst"])
     p.add_argument("--addr", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--port-file", required=True)
@@ -762,7 +941,8 @@ def main():
     p.add_argument("host")
     p.add_argument("port", type=int)
     p.add_argument("--mode", default="none",
-                   choices=["none", "echo", "hold", "bulk", "halfclose", "slow", "flood"])
+                   choices=["none", "echo", "hold", "bulk", "halfclose", "slow", "flood",
+                            "trickle", "reverse", "hello"])
     p.add_argument("--atyp", type=int)
     p.add_argument("--cmd", type=int, default=1)
     p.add_argument("--rsv", type=int, default=0)
@@ -774,6 +954,16 @@ def main():
     p.add_argument("--size", type=int, default=1000)
     p.add_argument("--hold-file")
     p.add_argument("--hold-secs", type=float, default=60)
+    p.add_argument("--interval", type=float, default=0.3)
+    p.add_argument("--align", type=float)
+    p.add_argument("--hello", default="hold\\n")
+    p.add_argument("--sni", action="append", default=[])
+    p.add_argument("--ech", action="store_true")
+    p.add_argument("--records", type=int, default=1)
+    p.add_argument("--split-hello", action="store_true")
+    p.add_argument("--malformed", action="store_true")
+    p.add_argument("--appdata", action="store_true")
+    p.add_argument("--wait-bytes", type=int, default=0)
     p.add_argument("--send")
     p.add_argument("--data", default="")
     p.add_argument("--ready-file")
@@ -785,14 +975,40 @@ def main():
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--hex")
     g.add_argument("--data")
+    p.add_argument("--data2")
+    p.add_argument("--sent-file")
+    p.add_argument("--delay", type=float, default=0.5)
     p.add_argument("--split", action="store_true")
     p.add_argument("--shut", action="store_true")
     p.add_argument("--http", action="store_true")
     p.add_argument("--body", action="store_true")
+    p.add_argument("--text", action="store_true")
     p.add_argument("--elapsed", action="store_true")
     p.add_argument("--uid", type=int)
     p.add_argument("--timeout", type=float, default=5)
     p.set_defaults(fn=cmd_raw)
+
+    p = sub.add_parser("hold-many")
+    p.add_argument("sock")
+    p.add_argument("n", type=int)
+    p.add_argument("--hold-file", required=True)
+    p.add_argument("--ready-file", required=True)
+    p.set_defaults(fn=cmd_hold_many)
+
+    p = sub.add_parser("cpu")
+    p.add_argument("pid", type=int)
+    p.add_argument("--secs", type=float, default=2)
+    p.set_defaults(fn=cmd_cpu)
+
+    p = sub.add_parser("burst")
+    p.add_argument("sock")
+    p.add_argument("n", type=int)
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--hex")
+    g.add_argument("--data")
+    p.add_argument("--shut", action="store_true")
+    p.add_argument("--timeout", type=float, default=5)
+    p.set_defaults(fn=cmd_burst)
 
     p = sub.add_parser("rcpt")
     p.add_argument("file")
@@ -800,6 +1016,7 @@ def main():
     p.add_argument("--where", action="append", default=[])
     p.add_argument("--fields", default="event,reason,frontend,host,port")
     p.add_argument("--count", action="store_true")
+    p.add_argument("--sum-count", action="store_true")
     p.add_argument("--wait", type=float, default=0)
     p.add_argument("--min", type=int, default=1)
     p.set_defaults(fn=cmd_rcpt)

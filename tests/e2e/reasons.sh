@@ -2,10 +2,13 @@
 # egressd end to end: every refusal a request can provoke, on each frontend, with exact
 # bytes (HTTP status + Egress-Reason + Connection: close + close; SOCKS5 REP; SOCKS4 CD)
 # and the deny receipt it leaves: not-allowlisted, denied-by-rule, malformed-request
-# (bad request line, obs-fold, bare CR, space before colon, duplicate Host, CONNECT without
-# port, SOCKS5 RSV), unsupported (BIND, UDP ASSOCIATE, origin-form), private-address for a
-# principal without permit-range (loopback literal and loopback answer; nothing connects),
-# connect-refused, connect-timeout, handshake-timeout and peer-uid.
+# (bad request line, obs-fold, bare CR, space before colon, duplicate Host, no Host in
+# HTTP/1.1, CONNECT without port, 431 past 100 header lines or 16 KiB, SOCKS5 RSV, empty
+# name, no acceptable method, undefined ATYP), unsupported (BIND, UDP ASSOCIATE, origin-
+# form), the request target deciding rather than Host, private-address for a principal
+# without permit-range (loopback literal and loopback answer; nothing connects),
+# connect-refused, connect-timeout (a loopback listener with a full accept queue), the
+# next address family after a refusal or 250 ms (RFC 8305), handshake-timeout, peer-uid.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/e2e/lib.sh"
 cd "$WORK" || exit 1
 
@@ -16,6 +19,8 @@ DEAD=$(freeport)                       # nothing listens there
 cat > zone <<EOF
 ok.e2e.test    A 127.0.0.1
 evil.e2e.test  A 127.0.0.1
+he.e2e.test    AAAA ::1
+he.e2e.test    A 127.0.0.1
 EOF
 dns_start zone
 
@@ -24,6 +29,7 @@ allow *.e2e.test 1024-65535
 allow 127.0.0.1 1024-65535
 deny evil.e2e.test
 permit-range 127.0.0.0/8
+permit-range ::1/128
 EOF
 cat > strict.policy <<EOF
 allow *.e2e.test 1024-65535
@@ -41,7 +47,9 @@ egressd_start
 OPEN=$RUN/open.sock
 
 conns() { wc -l < echo.conns | tr -d ' '; }
-# denied WHAT RAW-ARGS EXPECTED RECEIPT: an HTTP request with its verdict and receipt.
+# rebase: after an allowed connection, let the upstream log it, then count from there.
+rebase() { sleep 0.2; base=$(conns); }
+# http_case WHAT DATA EXPECTED RECEIPT: a raw HTTP request, its verdict and its receipt.
 http_case() {
 	_what=$1 _data=$2 _want=$3 _rc=$4
 	_m=$(rcpt_mark)
@@ -62,7 +70,7 @@ expect_eq "allowed baseline through SOCKS5" "00
 echo-ok" "$(py tunnel socks5 "$OPEN" ok.e2e.test "$ECHO" --mode echo)"
 expect_eq "HTTP/1.0 CONNECT without Host is accepted" "200 - open" \
     "$(py raw "$OPEN" --http --timeout 1 --data "CONNECT ok.e2e.test:$ECHO HTTP/1.0\r\n\r\n")"
-base=$(conns)
+rebase
 
 # --- not-allowlisted ------------------------------------------------------------------
 http_case "not-allowlisted CONNECT" "CONNECT nope.example.org:443 HTTP/1.1\r\nHost: nope.example.org:443\r\n\r\n" \
@@ -75,8 +83,8 @@ socks_case "not-allowlisted SOCKS5" socks5 nope.example.org 443 "02 closed" \
     "deny not-allowlisted socks5 nope.example.org 443"
 socks_case "not-allowlisted SOCKS4a" socks4a nope.example.org 443 "91 closed" \
     "deny not-allowlisted socks4 nope.example.org 443"
-socks_case "not-allowlisted SOCKS4 address" socks4 192.0.2.1 443 "91 closed" \
-    "deny not-allowlisted socks4 192.0.2.1 443"
+socks_case "not-allowlisted SOCKS4 address" socks4 127.0.0.3 443 "91 closed" \
+    "deny not-allowlisted socks4 127.0.0.3 443"
 expect_eq "not-allowlisted names are never resolved" "" "$(grep nope "$DNSLOG")"
 body=$(py raw "$OPEN" --http --body --data "CONNECT nope.example.org:443 HTTP/1.1\r\nHost: nope.example.org:443\r\n\r\n" | sed -n 2p)
 expect_eq "an error body names the reason" "not-allowlisted" "$body"
@@ -114,6 +122,20 @@ for case in \
 	expect_eq "malformed ($what): receipt" "deny malformed-request" \
 	    "$(rcpt --skip "$m" --wait 2 --fields event,reason)"
 done
+hdrs=$("$E2E_PY" -c 'print("".join("X-H%d: v\\r\\n" % i for i in range(100)), end="")')
+m=$(rcpt_mark)
+expect_eq "101 header lines: 431" "431 malformed-request closed" \
+    "$(py raw "$OPEN" --http --data "$C\r\nHost: ok.e2e.test:$ECHO\r\n$hdrs\r\n")"
+expect_eq "101 header lines: receipt" "deny malformed-request" "$(rcpt --skip "$m" --wait 2 --fields event,reason)"
+expect_eq "100 header lines are fine" "200 - open" \
+    "$(py raw "$OPEN" --http --timeout 1 --data "$C\r\n$("$E2E_PY" -c 'print("".join("X-H%d: v\\r\\n" % i for i in range(99)), end="")')Host: ok.e2e.test:$ECHO\r\n\r\n")"
+rebase
+big=$("$E2E_PY" -c 'print("X-Big: " + "b" * 16400 + "\\r\\n", end="")')
+expect_eq "a request head over 16 KiB: 431" "431 malformed-request closed" \
+    "$(py raw "$OPEN" --http --data "$C\r\nHost: ok.e2e.test:$ECHO\r\n$big\r\n")"
+expect_eq "CONNECT with userinfo: 400" 1 \
+    "$(py raw "$OPEN" --http --data "CONNECT user@ok.e2e.test:$ECHO HTTP/1.1\r\nHost: ok.e2e.test:$ECHO\r\n\r\n" |
+      grep -Eq '^400 (malformed-request|bad-host) closed$' && echo 1)"
 m=$(rcpt_mark)
 expect_eq "SOCKS5 RSV != 0: REP 01" "01 closed" \
     "$(py tunnel socks5 "$OPEN" ok.e2e.test "$ECHO" --rsv 1)"
@@ -124,7 +146,27 @@ expect_eq "SOCKS5 ATYP 3 with length 0: REP 01" "050005010001000000000000 closed
     "$(py raw "$OPEN" --hex 05010005010003000050)"
 expect_eq "SOCKS5 empty name: receipt" "deny malformed-request socks5" \
     "$(rcpt --skip "$m" --wait 2 --fields event,reason,frontend)"
+expect_eq "SOCKS5 without an acceptable method: 05 FF, close" "05ff closed" "$(py raw "$OPEN" --hex 050101)"
+expect_eq "SOCKS5 NMETHODS 0: 05 FF or close" 1 \
+    "$(py raw "$OPEN" --hex 0500 | grep -Eq '^(05ff|none) closed$' && echo 1)"
+m=$(rcpt_mark)
+expect_eq "SOCKS5 ATYP 2 (undefined): REP 08" "050005080001000000000000 closed" \
+    "$(py raw "$OPEN" --hex 05010005010002000000000050)"
+expect_eq "SOCKS5 ATYP 2: receipt" "deny socks5" "$(rcpt --skip "$m" --wait 2 --fields event,frontend)"
+expect_eq "SOCKS4 to 0.0.0.0 (not the 4a marker): CD 91" "91 closed" \
+    "$(py tunnel socks4 "$OPEN" 0.0.0.0 "$ECHO")"
 expect_eq "no malformed request reached the upstream" "$base" "$(conns)"
+
+# --- the request target decides, never Host -------------------------------------------------
+out=$(py raw "$OPEN" --http --timeout 1 --data "CONNECT ok.e2e.test:$ECHO HTTP/1.1\r\nHost: evil.e2e.test:$ECHO\r\n\r\n")
+expect_eq "CONNECT to an allowed target with a denied Host: target decides (200) or 400" 1 \
+    "$(echo "$out" | grep -Eq '^(200 - open|400 malformed-request closed)$' && echo 1)"
+rebase
+http_case "CONNECT to a denied target with an allowed Host" \
+    "CONNECT evil.e2e.test:$ECHO HTTP/1.1\r\nHost: ok.e2e.test:$ECHO\r\n\r\n" \
+    "403 denied-by-rule closed" "deny denied-by-rule http-connect evil.e2e.test $ECHO"
+http_case "a wildcard never allows its apex" "CONNECT e2e.test:$ECHO HTTP/1.1\r\nHost: e2e.test:$ECHO\r\n\r\n" \
+    "403 not-allowlisted closed" "deny not-allowlisted http-connect e2e.test $ECHO"
 
 # --- unsupported ------------------------------------------------------------------------
 socks_case "SOCKS5 BIND" socks5 ok.e2e.test "$ECHO" "07 closed" "deny unsupported socks5 - -" --cmd 2
@@ -181,7 +223,7 @@ m=$(rcpt_mark)
 out=$(py raw "$SOCK" --http --elapsed --data "CONNECT ok.e2e.test:$FULL HTTP/1.1\r\nHost: ok.e2e.test:$FULL\r\n\r\n")
 if [ "$(echo "$out" | head -n 1)" = "504 connect-timeout closed" ]; then
 	ok "connect-timeout CONNECT: 504"
-	expect_match "connect-timeout after about timeout connect (1s)" "^elapsed (0\.9|1\.|2\.)" \
+	expect_match "connect-timeout after about timeout connect (1s)" "^elapsed (0\.9|[123]\.)" \
 	    "$(echo "$out" | sed -n 2p)"
 	expect_eq "connect-timeout: receipt" "deny connect-timeout http-connect ok.e2e.test $FULL" \
 	    "$(rcpt --skip "$m" --wait 2 --fields event,reason,frontend,host,port)"
@@ -197,12 +239,35 @@ else
 fi
 unset SOCK
 
+# --- several pinned addresses: IPv6 first, the next family after a refusal or 250 ms ------
+m=$(rcpt_mark)
+expect_eq "AAAA refused, A listening: the A answer is used" "00
+echo-ok" "$(py tunnel socks5 "$OPEN" he.e2e.test "$ECHO" --mode echo)"
+expect_eq "... and the receipt names it" "open 127.0.0.1" "$(rcpt --skip "$m" --where event=open --fields event,addr)"
+start_server echo2 echo
+ECHO2=$PORT
+spawn backlog6 "$E2E_PY" "$HELPER" backlog0 --addr ::1 --port "$ECHO2" --port-file "$WORK/full6.port"
+if wait_for -s "$WORK/full6.port"; then
+	m=$(rcpt_mark)
+	t0=$(date +%s%N)
+	out=$(py tunnel connect "$OPEN" he.e2e.test "$ECHO2" --mode echo)
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	echo "# AAAA silent, A listening: tunnel after ${ms} ms"
+	expect_eq "AAAA silent, A listening: the A answer is tried without waiting for timeout connect" "200
+echo-ok" "$out"
+	expect_eq "... quickly (well under timeout connect, 10 s)" 1 "$([ "$ms" -lt 4000 ] && echo 1)"
+	expect_eq "... and the receipt names the A answer" "open 127.0.0.1" \
+	    "$(rcpt --skip "$m" --where event=open --fields event,addr)"
+else
+	skip "AAAA silent, A listening" "could not listen on [::1]:$ECHO2"
+fi
+
 # --- handshake-timeout (timeout handshake 1s) -----------------------------------------------
 SOCK=$RUN/hs.sock
 m=$(rcpt_mark)
 out=$(py raw "$SOCK" --http --elapsed --data "CONNECT ok.e2e.test:$ECHO HTTP/1.1\r\nHost: ok")
 expect_eq "half an HTTP request: 408" "408 handshake-timeout closed" "$(echo "$out" | head -n 1)"
-expect_match "408 after about timeout handshake (1s)" "^elapsed (0\.9|1\.|2\.)" "$(echo "$out" | sed -n 2p)"
+expect_match "408 after about timeout handshake (1s)" "^elapsed (0\.9|[123]\.)" "$(echo "$out" | sed -n 2p)"
 expect_eq "half an HTTP request: receipt" "deny handshake-timeout" \
     "$(rcpt --skip "$m" --wait 2 --fields event,reason)"
 m=$(rcpt_mark)
