@@ -5,6 +5,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,33 +15,76 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <openssl/core_names.h>
+#include <openssl/params.h>
 #include <openssl/rand.h>
 
 #include "common.h"
 
+/*
+ * OpenSSL 3 looks an algorithm up by name on every one-shot call; egressd hashes and MACs
+ * two records per tunnel, so the algorithms are fetched once and contexts reused. The
+ * contexts are per process: these functions are not for concurrent threads.
+ */
+static EVP_MD *digest_sha256;
+static EVP_MAC *digest_hmac;
+
+static void __attribute__((noreturn))
+digest_fail(const char *what)
+{
+	fprintf(stderr, "libcrypto: %s failed\n", what);
+	abort();
+}
+
 void
 egress_sha256(const void *buf, size_t len, uint8_t out[EGRESS_SHA256_LEN])
 {
+	static EVP_MD_CTX *ctx;
 	unsigned int n = EGRESS_SHA256_LEN;
 
-	if (EVP_Digest(buf, len, out, &n, EVP_sha256(), NULL) != 1) {
-		fprintf(stderr, "libcrypto: SHA-256 failed\n");
-		abort();
-	}
+	if (digest_sha256 == NULL && (digest_sha256 = EVP_MD_fetch(NULL, "SHA256", NULL)) == NULL)
+		digest_fail("fetching SHA-256");
+	if (ctx == NULL && (ctx = EVP_MD_CTX_new()) == NULL)
+		digest_fail("SHA-256 context");
+	if (EVP_DigestInit_ex(ctx, digest_sha256, NULL) != 1 ||
+	    EVP_DigestUpdate(ctx, buf, len) != 1 || EVP_DigestFinal_ex(ctx, out, &n) != 1)
+		digest_fail("SHA-256");
 }
 
 void
 egress_hmac_sha256(const uint8_t *key, size_t keylen, const void *buf, size_t len,
     uint8_t out[EGRESS_SHA256_LEN])
 {
-	unsigned int n = EGRESS_SHA256_LEN;
+	/* The last key's context is kept: re-initialising it with no key reuses the key. */
+	static EVP_MAC_CTX *ctx;
+	static uint8_t last_key[EGRESS_SHA256_LEN];
+	static size_t last_len;
+	static bool have_key;
+	uint8_t key_id[EGRESS_SHA256_LEN];
+	OSSL_PARAM params[2];
+	size_t n = 0;
 
-	if (keylen > INT32_MAX ||
-	    HMAC(EVP_sha256(), key, (int)keylen, buf, len, out, &n) == NULL) {
-		fprintf(stderr, "libcrypto: HMAC-SHA256 failed\n");
-		abort();
+	if (digest_hmac == NULL && (digest_hmac = EVP_MAC_fetch(NULL, "HMAC", NULL)) == NULL)
+		digest_fail("fetching HMAC");
+	if (ctx == NULL && (ctx = EVP_MAC_CTX_new(digest_hmac)) == NULL)
+		digest_fail("HMAC context");
+	/* Keys are compared by their digest, so no copy of a key stays in this file. */
+	egress_sha256(key, keylen, key_id);
+	if (have_key && last_len == keylen && CRYPTO_memcmp(key_id, last_key, sizeof(key_id)) == 0) {
+		if (EVP_MAC_init(ctx, NULL, 0, NULL) != 1)
+			digest_fail("HMAC init");
+	} else {
+		params[0] = OSSL_PARAM_construct_utf8_string("digest", (char *)"SHA256", 0);
+		params[1] = OSSL_PARAM_construct_end();
+		if (EVP_MAC_init(ctx, key, keylen, params) != 1)
+			digest_fail("HMAC init");
+		memcpy(last_key, key_id, sizeof(key_id));
+		last_len = keylen;
+		have_key = true;
 	}
+	if (EVP_MAC_update(ctx, buf, len) != 1 || EVP_MAC_final(ctx, out, &n,
+	    EGRESS_SHA256_LEN) != 1 || n != EGRESS_SHA256_LEN)
+		digest_fail("HMAC-SHA256");
 }
 
 void

@@ -631,6 +631,13 @@ conn_start_relay(struct conn *c, int fd)
 	bufferevent_setwatermark(c->cbev, EV_READ, 0,
 	    c->guard ? CONN_GUARD_HOLD : EGRESSD_RELAY_BUF);
 	bufferevent_setwatermark(c->ubev, EV_READ, 0, EGRESSD_RELAY_BUF);
+	/* libevent reads 4 KiB at a time by default: a bulk tunnel then costs a syscall and
+	 * a wake-up per page. Up to the relay bound per call instead (reads allocate what
+	 * the socket has, so an idle or chatty tunnel does not grow). */
+	bufferevent_set_max_single_read(c->cbev, EGRESSD_RELAY_BUF);
+	bufferevent_set_max_single_read(c->ubev, EGRESSD_RELAY_BUF);
+	bufferevent_set_max_single_write(c->cbev, EGRESSD_RELAY_BUF);
+	bufferevent_set_max_single_write(c->ubev, EGRESSD_RELAY_BUF);
 	bufferevent_enable(c->ubev, EV_READ | EV_WRITE);
 	bufferevent_enable(c->cbev, EV_READ | EV_WRITE);
 	conn_set_timer(c, (unsigned)s->timeout_idle);

@@ -316,7 +316,17 @@ main(int argc, char **argv)
 	log_init(false, debug);
 	signal(SIGPIPE, SIG_IGN);
 	egressd_started = time(NULL);
-	if ((egressd_base = event_base_new()) == NULL) {
+	{
+		/* The epoll changelist folds the add/del pairs of a relay into one epoll_ctl. */
+		struct event_config *cfg = event_config_new();
+
+		if (cfg != NULL)
+			event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+		egressd_base = cfg != NULL ? event_base_new_with_config(cfg) : NULL;
+		if (cfg != NULL)
+			event_config_free(cfg);
+	}
+	if (egressd_base == NULL) {
 		fprintf(stderr, "egressd: libevent: no event base\n");
 		return 1;
 	}

@@ -78,14 +78,31 @@ rb_printf(struct rbuf *b, const char *fmt, ...)
 static void
 rb_str(struct rbuf *b, const char *key, const char *v)
 {
+	const unsigned char *p = (const unsigned char *)v;
+
 	rb_printf(b, ",\"%s\":\"", key);
-	for (const unsigned char *p = (const unsigned char *)v; *p != '\0'; p++) {
+	while (*p != '\0' && !b->overflow) {
+		size_t run = 0;
+
+		/* Runs of plain bytes are copied as they are; only the rest is formatted. */
+		while (p[run] != '\0' && p[run] >= 0x20 && p[run] < 0x7f && p[run] != '"' &&
+		    p[run] != '\\')
+			run++;
+		if (run > 0) {
+			if (run >= sizeof(b->s) - b->len) {
+				b->overflow = true;
+				return;
+			}
+			memcpy(b->s + b->len, p, run);
+			b->len += run;
+			p += run;
+			continue;
+		}
 		if (*p == '"' || *p == '\\')
 			rb_printf(b, "\\%c", *p);
-		else if (*p < 0x20 || *p >= 0x7f)
-			rb_printf(b, "\\u%04x", *p);
 		else
-			rb_printf(b, "%c", *p);
+			rb_printf(b, "\\u%04x", *p);
+		p++;
 	}
 	rb_printf(b, "\"");
 }

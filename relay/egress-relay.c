@@ -227,6 +227,11 @@ relay_accept_cb(evutil_socket_t lfd, short what, void *arg)
 		bufferevent_setcb(rc->egress, relay_read, relay_write, relay_event, rc);
 		bufferevent_setwatermark(rc->client, EV_READ, 0, buffer_max);
 		bufferevent_setwatermark(rc->egress, EV_READ, 0, buffer_max);
+		/* Bulk reads: up to the bound per call instead of libevent's 4 KiB. */
+		bufferevent_set_max_single_read(rc->client, buffer_max);
+		bufferevent_set_max_single_read(rc->egress, buffer_max);
+		bufferevent_set_max_single_write(rc->client, buffer_max);
+		bufferevent_set_max_single_write(rc->egress, buffer_max);
 		bufferevent_enable(rc->client, EV_READ | EV_WRITE);
 		bufferevent_enable(rc->egress, EV_READ | EV_WRITE);
 		rc->next = conns;
