@@ -271,12 +271,29 @@ if [ -x "$B/egress-policy" ] && "$B/egress-policy" keygen "$T/receipt.key" >/dev
 then
 	KEYLINE="receipt-key $T/receipt.key"
 fi
+# The SNI guard's cost: the same tunnels by name, carrying a real ClientHello, with the
+# guard on (sni match) and off.
+HELLO=$SRC/../tests/data/tls/curl-tls13.bin
+HELLO_NAME=curl13.example.test
+echo "127.0.0.1 $HELLO_NAME" >"$T/hosts"
+for mode in match off; do
+	cat >"$T/sni-$mode.policy" <<EOF
+allow $HELLO_NAME $UP
+permit-range 127.0.0.0/8
+quota connections 100000
+timeout idle 1h
+sni $mode
+EOF
+done
 cat >"$T/egressd.conf" <<EOF
 runtime-dir $T/run
 receipts $T/receipts.jsonl
 $KEYLINE
+hosts $T/hosts
 shutdown-grace 1
 principal bench policy $T/bench.policy
+principal sni-match policy $T/sni-match.policy
+principal sni-off policy $T/sni-off.policy
 EOF
 "$B/egressd" -c "$T/egressd.conf" 2>"$T/egressd.log" &
 PIDS+=($!)
@@ -425,6 +442,26 @@ for n in "${NAMES[@]}"; do
 	[ -z "$pid" ] && GIB_R[$n]=- SETUP_R[$n]=-
 done
 
+# --- SNI guard: setups carrying a 517-byte ClientHello, guard on vs off ----------------
+declare -A SNI_SEQ SNI_PAR
+if [ -n "${PATHOF[egressd]:-}" ] && [ -r "$HELLO" ]; then
+	for mode in match off; do
+		spath=unix-http:$T/run/sni-$mode.sock
+		if [ "$PIN" = 1 ]; then
+			pin 0 "${PIDOF[egressd]}"
+			WRAP=(taskset -c 0)
+		fi
+		SNI_SEQ[$mode]=$(measure per_s setups -p "$spath" -t "$HELLO_NAME:$UP" -n "$SEQ" -c 1 \
+		    -P "$HELLO" -T "$(cap 60)")
+		if [ "$PIN" = 1 ]; then
+			pin "$ALLCPUS" "${PIDOF[egressd]}"
+			WRAP=()
+		fi
+		SNI_PAR[$mode]=$(measure per_s setups -p "$spath" -t "$HELLO_NAME:$UP" -n "$PAR" \
+		    -c "$CONC" -P "$HELLO" -T "$(cap 60)")
+	done
+fi
+
 # --- report -------------------------------------------------------------------------------
 
 ratio() {
@@ -497,3 +534,16 @@ printf '%-40s %7s\n' "CPU      egressd/haproxy per GiB" \
     "$(ratio "${GIB_R[egressd]}" "${GIB_R[haproxy]}")"
 printf '%-40s %7s\n' "for scale: haproxy/squid setups seq" \
     "$(ratio "${SEQ_R[haproxy]}" "${SEQ_R[squid]}")"
+if [ -n "${SNI_SEQ[match]:-}" ]; then
+	echo
+	printf 'SNI guard, setups carrying a %s-byte ClientHello (%s):\n' \
+	    "$(stat -c %s "$HELLO")" "$(basename "$HELLO")"
+	printf '  sni match: %s/s seq, %s/s %s-way;  sni off: %s/s seq, %s/s %s-way\n' \
+	    "${SNI_SEQ[match]}" "${SNI_PAR[match]}" "$CONC" "${SNI_SEQ[off]}" "${SNI_PAR[off]}" "$CONC"
+	r_sni=$(ratio "${SNI_SEQ[match]}" "${SNI_SEQ[off]}")
+	r_snip=$(ratio "${SNI_PAR[match]}" "${SNI_PAR[off]}")
+	printf '%-40s %7s  (target >= 0.95)  %s\n' "sni      match/off seq ($ONE)" "$r_sni" \
+	    "$(verdict "$r_sni" ge 0.95)"
+	printf '%-40s %7s  (target >= 0.95)  %s\n' "sni      match/off $CONC-way" "$r_snip" \
+	    "$(verdict "$r_snip" ge 0.95)"
+fi

@@ -4,7 +4,7 @@
  *   tcpbench serve [-a ADDR] [-T SECONDS] PORT   the upstream (PORT 0: the kernel picks)
  *   tcpbench freeport [COUNT]                    prints COUNT distinct free loopback ports
  *   tcpbench bulk   -p PATH [-t TARGET] [-n BYTES] [-r ROUNDS] [-d down|up] [-T SECONDS]
- *   tcpbench setups -p PATH [-t TARGET] [-n COUNT] [-c CONCURRENCY] [-T SECONDS]
+ *   tcpbench setups -p PATH [-t TARGET] [-n COUNT] [-c CONCURRENCY] [-T SECONDS] [-P FILE]
  *   tcpbench idle   -p PATH [-t TARGET] [-n COUNT] [-c CONCURRENCY] [-T SECONDS] [-H SECONDS]
  *
  * PATH says how the upstream is reached:
@@ -57,7 +57,7 @@
 #define TB_IO_BUF (256 * 1024)            /* bulk reads and writes */
 #define TB_ECHO_BUF (64 * 1024)           /* the server echoes at most this per read */
 #define TB_HEAD_MAX 4096                  /* a proxy's answer head */
-#define TB_REQ_MAX 512                    /* a request we send */
+#define TB_REQ_MAX 4096                   /* a request or payload we send */
 #define TB_TARGET_MAX 64                  /* "255.255.255.255:65535" and then some */
 #define TB_MAX_CONC 1024                  /* concurrent loops of setups/idle */
 #define TB_MAX_SETUPS 10000000ULL         /* setups in one run */
@@ -93,7 +93,7 @@ tb_usage(void)
 	    "       tcpbench freeport [COUNT]\n"
 	    "       tcpbench bulk -p PATH [-t TARGET] [-n BYTES] [-r ROUNDS] [-d down|up] "
 	    "[-T SECONDS]\n"
-	    "       tcpbench setups -p PATH [-t TARGET] [-n COUNT] [-c CONCURRENCY] "
+	    "       tcpbench setups -p PATH [-t TARGET] [-n COUNT] [-c CONCURRENCY] [-P FILE] "
 	    "[-T SECONDS]\n"
 	    "       tcpbench idle -p PATH [-t TARGET] [-n COUNT] [-c CONCURRENCY] "
 	    "[-T SECONDS] [-H SECONDS]\n"
@@ -392,12 +392,15 @@ tb_conn_send(struct tb_run *r, struct tb_conn *c, enum tb_phase next, const void
 
 static void tb_conn_next(struct tb_run *r, struct tb_conn *c);
 
+/* What a setup sends and expects back: one byte, or a file's bytes (-P, e.g. a TLS
+ * ClientHello, to measure the SNI guard). */
+static uint8_t tb_payload[TB_REQ_MAX] = { TB_ECHO_BYTE };
+static size_t tb_payload_len = 1;
+
 /* The tunnel is up: what the goal wants next. */
 static void
 tb_conn_tunnel_up(struct tb_run *r, struct tb_conn *c)
 {
-	static const uint8_t e = TB_ECHO_BYTE;
-
 	if (r->goal == GOAL_HANDOFF) {
 		if (c->interest != 0 && epoll_ctl(r->ep, EPOLL_CTL_DEL, c->fd, NULL) == -1)
 			tb_conn_die(r, c, "epoll_ctl: %s", strerror(errno));
@@ -408,7 +411,7 @@ tb_conn_tunnel_up(struct tb_run *r, struct tb_conn *c)
 		r->done++;
 		return;
 	}
-	tb_conn_send(r, c, PH_ECHO, &e, 1);
+	tb_conn_send(r, c, PH_ECHO, tb_payload, tb_payload_len);
 }
 
 static void
@@ -569,7 +572,9 @@ tb_conn_s5_reply(struct tb_run *r, struct tb_conn *c)
 static void
 tb_conn_echo(struct tb_run *r, struct tb_conn *c)
 {
-	if (c->inlen != 1 || c->in[0] != TB_ECHO_BYTE)
+	if (c->inlen < tb_payload_len)
+		return;                 /* more of the echo to come */
+	if (c->inlen != tb_payload_len || memcmp(c->in, tb_payload, tb_payload_len) != 0)
 		tb_conn_die(r, c, "the echo came back as %zu bytes", c->inlen);
 	if (r->goal == GOAL_ECHO_HOLD) {
 		tb_conn_hold(r, c);
@@ -652,9 +657,11 @@ tb_run_init(struct tb_run *r, const struct tb_path *path, const char *target,
 	if (path->proto != TB_PLAIN) {
 		if (target == NULL)
 			tb_die("%s: a proxied path needs -t IPV4:PORT", path->text);
-		if (tb_parse_ipv4_port(target, &r->target_sa) == -1 ||
-		    strlen(target) >= sizeof(r->target))
-			tb_die("target %s: want IPV4:PORT", target);
+		/* HTTP CONNECT may name a host (the SNI guard measure does); SOCKS5 sends an
+		 * IPv4 address. */
+		if (strlen(target) >= sizeof(r->target) || (path->proto != TB_HTTP &&
+		    tb_parse_ipv4_port(target, &r->target_sa) == -1))
+			tb_die("target %s: want IPV4:PORT (HOST:PORT over HTTP CONNECT)", target);
 		memcpy(r->target, target, strlen(target) + 1);
 	}
 	if ((r->ep = epoll_create1(EPOLL_CLOEXEC)) == -1)
@@ -931,13 +938,24 @@ tb_setups(int argc, char **argv)
 	struct tb_run r;
 	int ch;
 
-	while ((ch = getopt(argc, argv, "p:t:n:c:T:")) != -1) {
+	while ((ch = getopt(argc, argv, "p:t:n:c:T:P:")) != -1) {
 		switch (ch) {
 		case 'p': pathtext = optarg; break;
 		case 't': target = optarg; break;
 		case 'n': count = tb_number("-n", optarg, 1, TB_MAX_SETUPS, true); break;
 		case 'c': conc = tb_number("-c", optarg, 1, TB_MAX_CONC, false); break;
 		case 'T': seconds = tb_seconds("-T", optarg); break;
+		case 'P': {
+			FILE *fp = fopen(optarg, "rb");
+
+			if (fp == NULL)
+				tb_die("-P: cannot open the payload file");
+			tb_payload_len = fread(tb_payload, 1, sizeof(tb_payload), fp);
+			fclose(fp);
+			if (tb_payload_len == 0 || tb_payload[0] == 'B')
+				tb_die("-P: empty payload, or one starting with 'B' (bulk)");
+			break;
+		}
 		default: tb_usage();
 		}
 	}

@@ -42,7 +42,8 @@
 #define RELAY_MAX_BUFFER (16 * 1024 * 1024)
 
 struct relay_conn {
-	struct bufferevent *client, *egress;
+	struct bufferevent *client, *egress;   /* their output side: what is queued */
+	struct event *rd[2];                   /* our reads: [0] client, [1] egress */
 	bool client_eof, egress_eof;
 	bool client_shut, egress_shut;
 	struct relay_conn *next, *prev;
@@ -55,6 +56,7 @@ static size_t max_conns = RELAY_DEFAULT_CONNS, nconns;
 static size_t buffer_max = RELAY_DEFAULT_BUFFER;
 static struct relay_conn *conns;
 static bool verbose;
+static uint8_t *scratch;                /* one read at a time, buffer_max bytes */
 
 static void __attribute__((noreturn))
 usage(const char *msg)
@@ -75,6 +77,9 @@ relay_free(struct relay_conn *rc)
 		conns = rc->next;
 	if (rc->next)
 		rc->next->prev = rc->prev;
+	for (int i = 0; i < 2; i++)
+		if (rc->rd[i] != NULL)
+			event_free(rc->rd[i]);
 	bufferevent_free(rc->client);
 	if (rc->egress)
 		bufferevent_free(rc->egress);
@@ -106,17 +111,57 @@ relay_propagate(struct relay_conn *rc)
 	relay_maybe_done(rc);
 }
 
+/*
+ * One read of up to the bound (libevent 2.1 would read 4 KiB per call), written straight
+ * to the other side when nothing is queued there; the rest is queued, and a full queue
+ * pauses this side until the other drains (the bound).
+ */
 static void
-relay_read(struct bufferevent *src, void *arg)
+relay_read(evutil_socket_t fd, short what, void *arg)
 {
 	struct relay_conn *rc = arg;
-	struct bufferevent *dst = src == rc->client ? rc->egress : rc->client;
+	bool from_client = fd == bufferevent_getfd(rc->client);
+	struct bufferevent *dst = from_client ? rc->egress : rc->client;
 	struct evbuffer *out = bufferevent_get_output(dst);
+	struct event *ev = rc->rd[from_client ? 0 : 1];
+	size_t queued = evbuffer_get_length(out);
+	ssize_t n, w = 0;
 
-	evbuffer_add_buffer(out, bufferevent_get_input(src));
-	/* The bound: a reader that stops makes the writer stop, never the buffer grow. */
+	(void)what;
+	if (queued >= buffer_max) {
+		event_del(ev);
+		bufferevent_setwatermark(dst, EV_WRITE, buffer_max / 2, 0);
+		return;
+	}
+	n = read(fd, scratch, buffer_max - queued);
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			relay_free(rc);
+		return;
+	}
+	if (n == 0) {
+		event_del(ev);
+		if (from_client)
+			rc->client_eof = true;
+		else
+			rc->egress_eof = true;
+		relay_propagate(rc);
+		return;
+	}
+	if (queued == 0) {
+		w = send(bufferevent_getfd(dst), scratch, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+				relay_free(rc);
+				return;
+			}
+			w = 0;
+		}
+	}
+	if (w < n)
+		evbuffer_add(out, scratch + w, (size_t)(n - w));
 	if (evbuffer_get_length(out) >= buffer_max) {
-		bufferevent_disable(src, EV_READ);
+		event_del(ev);
 		bufferevent_setwatermark(dst, EV_WRITE, buffer_max / 2, 0);
 	}
 }
@@ -126,31 +171,19 @@ relay_write(struct bufferevent *dst, void *arg)
 {
 	struct relay_conn *rc = arg;
 	bool to_egress = dst == rc->egress;
-	struct bufferevent *src = to_egress ? rc->client : rc->egress;
 
 	bufferevent_setwatermark(dst, EV_WRITE, 0, 0);
 	if (!(to_egress ? rc->client_eof : rc->egress_eof))
-		bufferevent_enable(src, EV_READ);
+		event_add(rc->rd[to_egress ? 0 : 1], NULL);
 	relay_propagate(rc);
 }
 
 static void
 relay_event(struct bufferevent *bev, short what, void *arg)
 {
-	struct relay_conn *rc = arg;
-	bool client = bev == rc->client;
-
-	if (what & BEV_EVENT_EOF) {
-		relay_read(bev, rc);
-		if (client)
-			rc->client_eof = true;
-		else
-			rc->egress_eof = true;
-		relay_propagate(rc);
-		return;
-	}
-	if (what & BEV_EVENT_ERROR)
-		relay_free(rc);
+	(void)bev;
+	if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF))
+		relay_free(arg);
 }
 
 /* Connects to the pinned socket: never by its path, always through the pinned inode. */
@@ -223,17 +256,17 @@ relay_accept_cb(evutil_socket_t lfd, short what, void *arg)
 			free(rc);
 			continue;
 		}
-		bufferevent_setcb(rc->client, relay_read, relay_write, relay_event, rc);
-		bufferevent_setcb(rc->egress, relay_read, relay_write, relay_event, rc);
-		bufferevent_setwatermark(rc->client, EV_READ, 0, buffer_max);
-		bufferevent_setwatermark(rc->egress, EV_READ, 0, buffer_max);
-		/* Bulk reads: up to the bound per call instead of libevent's 4 KiB. */
-		bufferevent_set_max_single_read(rc->client, buffer_max);
-		bufferevent_set_max_single_read(rc->egress, buffer_max);
+		/* The bufferevents only write; reads are ours (relay_read). */
+		bufferevent_setcb(rc->client, NULL, relay_write, relay_event, rc);
+		bufferevent_setcb(rc->egress, NULL, relay_write, relay_event, rc);
 		bufferevent_set_max_single_write(rc->client, buffer_max);
 		bufferevent_set_max_single_write(rc->egress, buffer_max);
-		bufferevent_enable(rc->client, EV_READ | EV_WRITE);
-		bufferevent_enable(rc->egress, EV_READ | EV_WRITE);
+		bufferevent_enable(rc->client, EV_WRITE);
+		bufferevent_enable(rc->egress, EV_WRITE);
+		rc->rd[0] = event_new(base, fd, EV_READ | EV_PERSIST, relay_read, rc);
+		rc->rd[1] = event_new(base, efd, EV_READ | EV_PERSIST, relay_read, rc);
+		event_add(rc->rd[0], NULL);
+		event_add(rc->rd[1], NULL);
 		rc->next = conns;
 		if (conns)
 			conns->prev = rc;
@@ -392,6 +425,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	scratch = xmalloc(buffer_max);
 	relay_pin(egress, expect);
 	lfd = relay_listen(listen_spec);
 	if ((base = event_base_new()) == NULL) {
