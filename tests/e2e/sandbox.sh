@@ -350,6 +350,13 @@ erun $A --quiet --rw "$WORK/rw" --ro "$WORK/ro" -- sh -c "echo hi > $WORK/rw/f &
 expect_eq "--rw PATH is writable, --ro PATH readable only, nothing else of the host is there, /usr and /etc read-only" \
     "wrote data" "$(words "$out")"
 expect_eq "--rw PATH: the file reached the host" "hi" "$(cat rw/f 2>/dev/null)"
+# Relative paths, as in egress-run(1)'s example (--rw ./out): where the caller means them.
+mkdir "$BOX/out"
+# shellcheck disable=SC2086
+erun $A --quiet --ro . --rw ./out --rw ../rw -- sh -c 'echo rel > ./out/f && echo wrote-out;
+	echo rel > ../rw/g && echo wrote-rw; true'
+expect_eq "--ro . --rw ./out --rw ../rw: relative paths are bound where they point" \
+    "wrote-out wrote-rw rel rel" "$(words "$out") $(cat "$BOX/out/f" rw/g 2>/dev/null | tr '\n' ' ')"
 rm -f "/usr/egress-e2e-$$" "/etc/egress-e2e-$$"
 expect_clean "file system runs"
 
