@@ -37,7 +37,7 @@ usage(const char *msg)
 	if (msg)
 		fprintf(stderr, "egress-launch: %s\n", msg);
 	fprintf(stderr, "usage: egress-launch --egress PATH [--listen ADDR:PORT] [--expect DEV:INO]\n"
-	    "                     [--seccomp-log] -- CMD [ARG ...]\n");
+	    "                     [--seccomp-log] [--status-fd FD] -- CMD [ARG ...]\n");
 	exit(125);
 }
 
@@ -208,11 +208,13 @@ main(int argc, char **argv)
 		{ "listen", required_argument, NULL, 'l' },
 		{ "expect", required_argument, NULL, 'x' },
 		{ "seccomp-log", no_argument, NULL, 'L' },
+		{ "status-fd", required_argument, NULL, 's' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *egress = NULL, *listen_spec = LAUNCH_DEFAULT_LISTEN, *expect = NULL;
 	bool seccomp_log = false, fd4;
-	int ch;
+	int ch, status_fd = -1;
+	char *end;
 
 	while ((ch = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
 		switch (ch) {
@@ -220,6 +222,14 @@ main(int argc, char **argv)
 		case 'l': listen_spec = optarg; break;
 		case 'x': expect = optarg; break;
 		case 'L': seccomp_log = true; break;
+		case 's':
+			status_fd = (int)strtol(optarg, &end, 10);
+			if (*end != '\0' || status_fd < 3 || status_fd == 4)
+				usage("--status-fd takes a descriptor above 2, not 4");
+			/* Never inherited by the relay or the workload. */
+			if (fcntl(status_fd, F_SETFD, FD_CLOEXEC) == -1)
+				usage("--status-fd is not open");
+			break;
 		default: usage(NULL);
 		}
 	}
@@ -236,6 +246,9 @@ main(int argc, char **argv)
 		fail("could not set no_new_privs");
 	if (sandbox_workload_filter(seccomp_log) == -1)
 		fail("could not install the workload filter");
+	/* Set up: what fails from here on is the command's (126, 127), not the sandbox's. */
+	if (status_fd != -1 && write(status_fd, "ok\n", 3) != 3)
+		fail("could not report on --status-fd");
 	execvp(argv[optind], argv + optind);
 	fprintf(stderr, "egress-launch: %s: %s\n", argv[optind], strerror(errno));
 	return errno == ENOENT ? 127 : 126;

@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/close_range.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -326,6 +328,7 @@ start_private(void)
 	uint8_t r[4];
 	struct stat st;
 	int status;
+	pid_t parent;
 
 	need_program("egressd", egressd, sizeof(egressd));
 	snprintf(rtdir, sizeof(rtdir), "%s/egress-run.XXXXXX",
@@ -370,6 +373,7 @@ start_private(void)
 	if (stat(receipts, &st) == 0)
 		receipts_start = st.st_size;
 
+	parent = getpid();
 	if ((egressd_pid = fork()) == -1)
 		setup_failed("fork: %s", strerror(errno));
 	if (egressd_pid == 0) {
@@ -382,6 +386,9 @@ start_private(void)
 			dup2(fd, STDERR_FILENO);
 		dup2(STDERR_FILENO, STDOUT_FILENO);
 		setsid();
+		/* The private egressd ends with egress-run, even one killed with SIGKILL. */
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) == -1 || getppid() != parent)
+			_exit(RUN_EXIT_SETUP);
 		execl(egressd, "egressd", "-c", conf, (char *)NULL);
 		_exit(RUN_EXIT_SETUP);
 	}
@@ -451,9 +458,11 @@ take_lease(void)
 		setup_failed("unreadable lease reply");
 	if (!json_is_true(json_object_get(o, "ok"))) {
 		const char *e = json_string_value(json_object_get(o, "error"));
+		char why[512];
 
+		snprintf(why, sizeof(why), "%s", e ? e : "?");
 		json_decref(o);
-		setup_failed("lease refused: %s", e ? e : "?");
+		setup_failed("lease refused: %s", why);
 	}
 	snprintf(principal, sizeof(principal), "%s",
 	    json_string_value(json_object_get(o, "name")) ?: "");
@@ -540,7 +549,9 @@ run_sandbox(void)
 	char launch_in[PATH_MAX], statusfd[16];
 	const char *home = getenv("HOME"), *term = getenv("TERM"), *lang = getenv("LANG");
 	bool ro_cwd = false;
-	int sp[2], status;
+	int sp[2], lp[2], status;
+	char launchfd[16];
+	bool launched = false;
 	pid_t init_pid = -1;
 	struct sigaction sa;
 	FILE *js;
@@ -569,6 +580,8 @@ run_sandbox(void)
 	argv[n++] = "--disable-userns";
 	argv[n++] = "--die-with-parent";
 	argv[n++] = "--new-session";
+	argv[n++] = "--cap-drop";
+	argv[n++] = "ALL";
 	argv[n++] = "--clearenv";
 	argv[n++] = "--ro-bind";
 	argv[n++] = "/usr";
@@ -590,17 +603,26 @@ run_sandbox(void)
 		argv[n++] = cwd;
 		argv[n++] = cwd;
 	}
+	/* Paths are bound where they are on the host: absolute, symlinks resolved. */
 	for (size_t i = 0; i < opt.rw.n; i++) {
+		char *abs = realpath(opt.rw.v[i], NULL);
+
+		if (abs == NULL)
+			setup_failed("--rw %s: %s", opt.rw.v[i], strerror(errno));
 		argv[n++] = "--bind";
-		argv[n++] = opt.rw.v[i];
-		argv[n++] = opt.rw.v[i];
+		argv[n++] = abs;
+		argv[n++] = abs;
 	}
 	for (size_t i = 0; i < opt.ro.n; i++) {
+		char *abs;
+
 		if (strcmp(opt.ro.v[i], ".") == 0)
 			continue;
+		if ((abs = realpath(opt.ro.v[i], NULL)) == NULL)
+			setup_failed("--ro %s: %s", opt.ro.v[i], strerror(errno));
 		argv[n++] = "--ro-bind";
-		argv[n++] = opt.ro.v[i];
-		argv[n++] = opt.ro.v[i];
+		argv[n++] = abs;
+		argv[n++] = abs;
 	}
 	argv[n++] = "--ro-bind";
 	argv[n++] = bindir;
@@ -632,6 +654,11 @@ run_sandbox(void)
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == -1)
 		setup_failed("socketpair: %s", strerror(errno));
 	snprintf(statusfd, sizeof(statusfd), "%d", sp[1]);
+	/* egress-launch says on this pipe that the sandbox is set up and the command is about
+	 * to run: without it, a failure is the sandbox's (125), not the command's. */
+	if (pipe2(lp, O_CLOEXEC) == -1)
+		setup_failed("pipe: %s", strerror(errno));
+	snprintf(launchfd, sizeof(launchfd), "%d", lp[1]);
 	argv[n++] = "--json-status-fd";
 	argv[n++] = statusfd;
 	argv[n++] = "--";
@@ -642,6 +669,8 @@ run_sandbox(void)
 	argv[n++] = devino;
 	argv[n++] = "--listen";
 	argv[n++] = RUN_LISTEN;
+	argv[n++] = "--status-fd";
+	argv[n++] = launchfd;
 	argv[n++] = "--";
 	for (char **c = opt.cmd; *c != NULL && n < sizeof(argv) / sizeof(argv[0]) - 1; c++)
 		argv[n++] = *c;
@@ -655,12 +684,14 @@ run_sandbox(void)
 	if ((bwrap_pid = fork()) == -1)
 		setup_failed("fork: %s", strerror(errno));
 	if (bwrap_pid == 0) {
-		/* Only 0, 1, 2 (and 4, the broker's channel, when wired) enter the sandbox. */
-		if (fcntl(sp[1], F_SETFD, 0) == -1)
+		/* Only 0, 1, 2 (and 4, the broker's channel, when wired) enter the sandbox:
+		 * everything else is close-on-exec, whatever its number; bwrap's status
+		 * descriptor and egress-launch's are cleared again (egress-launch closes its
+		 * own before the workload runs). */
+		if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == -1)
 			_exit(RUN_EXIT_SETUP);
-		for (int fd = 3; fd < 1024; fd++)
-			if (fd != sp[1])
-				fcntl(fd, F_SETFD, FD_CLOEXEC);
+		if (fcntl(sp[1], F_SETFD, 0) == -1 || fcntl(lp[1], F_SETFD, 0) == -1)
+			_exit(RUN_EXIT_SETUP);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
@@ -669,6 +700,7 @@ run_sandbox(void)
 		_exit(RUN_EXIT_SETUP);
 	}
 	close(sp[1]);
+	close(lp[1]);
 	js = fdopen(sp[0], "r");
 	for (;;) {
 		char line[1024];
@@ -718,8 +750,14 @@ run_sandbox(void)
 		}
 	}
 	bwrap_pid = -1;
-	if (init_pid <= 0)
-		return RUN_EXIT_SETUP;      /* the sandbox never started the command */
+	{
+		char ok[4];
+
+		launched = read(lp[0], ok, sizeof(ok)) == 3 && memcmp(ok, "ok\n", 3) == 0;
+		close(lp[0]);
+	}
+	if (init_pid <= 0 || !launched)
+		return RUN_EXIT_SETUP;      /* bwrap or egress-launch failed (they said why) */
 	if (WIFSIGNALED(status))
 		return 128 + WTERMSIG(status);
 	return WEXITSTATUS(status);

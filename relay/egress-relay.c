@@ -438,7 +438,8 @@ main(int argc, char **argv)
 	event_add(ev_accept, NULL);
 	event_add(ev_term, NULL);
 	event_add(ev_int, NULL);
-	if (sandbox_relay_filter() == -1)
+	/* It needs no privilege: whatever the sandbox's user namespace granted goes. */
+	if (sandbox_drop_caps() == -1 || sandbox_relay_filter() == -1)
 		return 1;
 	/* Listening now: tell whoever waits (egress-launch), then serve. */
 	if (ready_fd >= 0) {

@@ -16,8 +16,9 @@
 # --policy FILE (plain, and sealed) and --policy NAME (a lease from a system-like egressd
 # with a lease socket and a policy-dir: the principal goes with the run, also when
 # egress-run is killed); with no egressd answering, 125 and a clear message, never a
-# fallback. --ro . makes the current directory read-only, --rw/--ro add paths, the rest
-# of the host is not there, /usr and /etc are read-only.
+# fallback. --ro . makes the current directory read-only, --rw/--ro add paths (relative
+# ones too, bound where they point), the rest of the host is not there, /usr and /etc are
+# read-only.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/e2e/sandbox-lib.sh"
 cd "$WORK" || exit 1
 e2e_need openssl curl
@@ -355,8 +356,10 @@ mkdir "$BOX/out"
 # shellcheck disable=SC2086
 erun $A --quiet --ro . --rw ./out --rw ../rw -- sh -c 'echo rel > ./out/f && echo wrote-out;
 	echo rel > ../rw/g && echo wrote-rw; true'
-expect_eq "--ro . --rw ./out --rw ../rw: relative paths are bound where they point" \
-    "wrote-out wrote-rw rel rel" "$(words "$out") $(cat "$BOX/out/f" rw/g 2>/dev/null | tr '\n' ' ')"
+expect_eq "--ro . --rw ./out: ./out is writable (bound where it points)" "wrote-out rel" \
+    "$(words "$(printf '%s\n' "$out" | grep -x wrote-out) $(cat "$BOX/out/f" 2>/dev/null)")"
+expect_eq "--rw ../rw: a relative path outside the current directory is writable" "wrote-rw rel" \
+    "$(words "$(printf '%s\n' "$out" | grep -x wrote-rw) $(cat rw/g 2>/dev/null)")"
 rm -f "/usr/egress-e2e-$$" "/etc/egress-e2e-$$"
 expect_clean "file system runs"
 
