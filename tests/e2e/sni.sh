@@ -106,6 +106,27 @@ expect_eq "sni required: ... and nothing reached the upstream" 0 "$(last_bytes)"
 hello "sni off: another name passes" "$RUN/off.sock" s.e2e.test echoed "open s.e2e.test -" \
     --sni other.e2e.test
 
+# --- openssl s_client through the HTTP proxy (the issue's fronting example) ---------------
+_m=$(rcpt_mark)
+out=$(echo Q | timeout 10 openssl s_client -proxy "127.0.0.1:$BRIDGE_PORT" \
+    -connect "s.e2e.test:$ECHO" -servername other.e2e.test 2>&1)
+expect_match "s_client -servername other.e2e.test: the tunnel opened (CONNECT answered)" \
+    "CONNECTED" "$out"
+expect_eq "s_client -servername other.e2e.test: sni-mismatch, with the name seen" \
+    "deny sni-mismatch s.e2e.test other.e2e.test" \
+    "$(rcpt --skip "$_m" --where event=deny --wait 2 --fields event,reason,host,sni)"
+expect_eq "s_client -servername other.e2e.test: not one byte reached the upstream" 0 \
+    "$(last_bytes)"
+_m=$(rcpt_mark)
+out=$(echo Q | timeout 10 openssl s_client -proxy "127.0.0.1:$BRIDGE_PORT" \
+    -connect "tls.e2e.test:$TLS" -servername tls.e2e.test 2>&1)
+expect_match "s_client -servername tls.e2e.test: the handshake completes" "CN ?= ?tls.e2e.test" \
+    "$out"
+expect_eq "s_client -servername tls.e2e.test: open receipt with its sni" \
+    "open tls.e2e.test tls.e2e.test" \
+    "$(rcpt --skip "$_m" --where event=open --wait 2 --fields event,host,sni)"
+
+
 egressd_stop
 expect_eq "egressd exits 0" 0 "$EGRESSD_RC"
 check_receipts sni
