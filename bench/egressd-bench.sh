@@ -181,11 +181,12 @@ done
 UP=$(sed -n 's/^listening .*port=\([0-9]*\).*/\1/p' "$T/serve.out")
 [ -n "$UP" ] || die "tcpbench serve did not start: $(cat "$T/serve.err")"
 TARGET=127.0.0.1:$UP
-read -r P_SOCAT P_HAPROXY P_SQUID <<<"$("$TB" freeport 3)"
+read -r P_SOCAT P_HAPROXY P_SQUID P_RELAY P_CHAIN <<<"$("$TB" freeport 5)"
 
-# path name -> tcpbench path, and the pid whose RSS is measured for idle tunnels
-declare -A PATHOF PIDOF
-NAMES=(direct socat haproxy squid egressd egressd-socks5)
+# path name -> tcpbench path, and the pid whose RSS is measured for idle tunnels; ALSO:
+# the other processes of a chain (pinned with it)
+declare -A PATHOF PIDOF ALSO
+NAMES=(direct socat haproxy squid egressd egressd-socks5 socat-chain egress-chain)
 PATHOF[direct]=tcp:$TARGET
 
 if command -v socat >/dev/null 2>&1; then
@@ -194,6 +195,20 @@ if command -v socat >/dev/null 2>&1; then
 	PIDS+=($!)
 	PIDOF[socat]=$!
 	PATHOF[socat]=tcp:127.0.0.1:$P_SOCAT
+fi
+
+# The sandbox path's reference (what other sandbox runtimes do): socat TCP -> UNIX, and
+# socat UNIX -> TCP on the other side.
+if command -v socat >/dev/null 2>&1; then
+	socat "UNIX-LISTEN:$T/chain.sock,fork,backlog=4096" "TCP:$TARGET" 2>"$T/socat2.err" &
+	PIDS+=($!)
+	chain2=$!
+	socat "TCP-LISTEN:$P_CHAIN,bind=127.0.0.1,reuseaddr,fork,backlog=4096" \
+	    "UNIX-CONNECT:$T/chain.sock" 2>"$T/socat1.err" &
+	PIDS+=($!)
+	PIDOF[socat-chain]=$!
+	ALSO[$!]=$chain2
+	PATHOF[socat-chain]=tcp:127.0.0.1:$P_CHAIN
 fi
 
 if command -v haproxy >/dev/null 2>&1; then
@@ -302,6 +317,17 @@ PIDOF[egressd-socks5]=$!
 PATHOF[egressd]=unix-http:$T/run/bench.sock
 PATHOF[egressd-socks5]=unix-socks5:$T/run/bench.sock
 
+# The whole sandbox chain: client -> egress-relay (loopback TCP) -> egressd -> upstream.
+if [ -x "$B/egress-relay" ]; then
+	for _ in $(seq 50); do [ -S "$T/run/bench.sock" ] && break; sleep 0.1; done
+	"$B/egress-relay" --listen "127.0.0.1:$P_RELAY" --egress "$T/run/bench.sock" \
+	    --max-conns 4096 2>"$T/relay.err" &
+	PIDS+=($!)
+	PIDOF[egress-chain]=$!
+	ALSO[$!]=${PIDOF[egressd]}
+	PATHOF[egress-chain]=http:127.0.0.1:$P_RELAY
+fi
+
 for n in "${NAMES[@]}"; do
 	[ -n "${PATHOF[$n]:-}" ] || continue
 	wait_ready "${PATHOF[$n]}" "$TARGET" || unset "PATHOF[$n]"
@@ -351,7 +377,8 @@ per() {
 pin() {
 	local cpus=$1 proxy=$2 pid
 
-	for pid in "$SERVE_PID" "$proxy"; do
+	# A chain row pins every process of its chain.
+	for pid in "$SERVE_PID" $proxy ${ALSO[$proxy]:-}; do
 		[ -n "$pid" ] && taskset -a -p -c "$cpus" "$pid" >/dev/null 2>&1
 	done
 }
@@ -411,7 +438,8 @@ for n in "${NAMES[@]}"; do
 	echo "egressd-bench: measuring $n ($path), $(left) s of budget left" >&2
 	# Idle first, while the proxy is fresh: freed memory of earlier runs would hide growth.
 	IDLE_R[$n]=-
-	if [ -n "${PIDOF[$n]:-}" ] && [ "$n" != egressd-socks5 ] && [ "$n" != socat ]; then
+	if [ -n "${PIDOF[$n]:-}" ] && [ "$n" != egressd-socks5 ] && [ "$n" != socat ] &&
+	    [ "$n" != socat-chain ] && [ "$n" != egress-chain ]; then
 		IDLE_R[$n]=$(measure_idle "$path" "${PIDOF[$n]}")
 	fi
 	pid=${PIDOF[$n]:-}
@@ -534,6 +562,14 @@ printf '%-40s %7s\n' "CPU      egressd/haproxy per GiB" \
     "$(ratio "${GIB_R[egressd]}" "${GIB_R[haproxy]}")"
 printf '%-40s %7s\n' "for scale: haproxy/squid setups seq" \
     "$(ratio "${SEQ_R[haproxy]}" "${SEQ_R[squid]}")"
+r_cb=$(ratio "${BULK_R[egress-chain]:-}" "${BULK_R[haproxy]:-}")
+r_cs=$(ratio "${BULK_R[egress-chain]:-}" "${BULK_R[socat-chain]:-}")
+printf '%-40s %7s  (target >= 0.90)  %s\n' "chain    relay+egressd/haproxy ($ONE)" "$r_cb" \
+    "$(verdict "$r_cb" ge 0.9)"
+printf '%-40s %7s  (target >= 2.00)  %s\n' "chain    relay+egressd/socat chain" "$r_cs" \
+    "$(verdict "$r_cs" ge 2)"
+printf '%-40s %7s\n' "chain    setups seq relay+egressd/socat" \
+    "$(ratio "${SEQ_R[egress-chain]:-}" "${SEQ_R[socat-chain]:-}")"
 if [ -n "${SNI_SEQ[match]:-}" ]; then
 	echo
 	printf 'SNI guard, setups carrying a %s-byte ClientHello (%s):\n' \
