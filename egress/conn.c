@@ -207,6 +207,23 @@ conn_set_timer(struct conn *c, unsigned seconds)
 	evtimer_add(c->timer, &tv);
 }
 
+/* Sends the answer the client is owed (if any), then closes once it is flushed; a client
+ * that does not read is cut after a few seconds. */
+static void
+conn_answer_and_close(struct conn *c, const void *out, size_t n)
+{
+	if (n == 0 || c->cbev == NULL) {
+		conn_free(c);
+		return;
+	}
+	c->state = CS_DRAIN;
+	bufferevent_disable(c->cbev, EV_READ);
+	bufferevent_setcb(c->cbev, NULL, conn_drain_write, conn_client_event, c);
+	bufferevent_setwatermark(c->cbev, EV_WRITE, 0, 0);
+	bufferevent_write(c->cbev, out, n);
+	conn_set_timer(c, 5);
+}
+
 /* The deny receipt and log line, or a count when denials come too fast (SPEC). */
 static void
 conn_deny_receipt(struct conn *c, enum egress_reason reason, const char *why,
@@ -262,22 +279,12 @@ conn_deny_as(struct conn *c, enum egress_reason reason, const char *why, const u
 			n = socks4_reply((uint8_t)socks_rep, out);
 		break;
 	}
-	if (n == 0 || c->cbev == NULL) {
-		conn_free(c);
-		return;
-	}
-	if (now) {
+	if (now && n > 0 && c->cbev != NULL) {
 		/* No loop turn left (principal removed, daemon stopping): best effort. */
 		send(bufferevent_getfd(c->cbev), out, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-		conn_free(c);
-		return;
+		n = 0;
 	}
-	c->state = CS_DRAIN;
-	bufferevent_disable(c->cbev, EV_READ);
-	bufferevent_setcb(c->cbev, NULL, conn_drain_write, conn_client_event, c);
-	bufferevent_setwatermark(c->cbev, EV_WRITE, 0, 0);
-	bufferevent_write(c->cbev, out, n);
-	conn_set_timer(c, 5);
+	conn_answer_and_close(c, out, n);
 }
 
 static void
@@ -1282,16 +1289,7 @@ conn_socks5(struct conn *c, struct evbuffer *in)
 		if (st == PROTO_ERROR) {
 			/* The parser's own answer (method refusal, REP) goes out as it is. */
 			conn_deny_receipt(c, err.reason, err.why, err.raw, err.raw_len);
-			if (replylen == 0) {
-				conn_free(c);
-				return;
-			}
-			c->state = CS_DRAIN;
-			bufferevent_disable(c->cbev, EV_READ);
-			bufferevent_setcb(c->cbev, NULL, conn_drain_write, conn_client_event, c);
-			bufferevent_setwatermark(c->cbev, EV_WRITE, 0, 0);
-			bufferevent_write(c->cbev, reply, replylen);
-			conn_set_timer(c, 5);
+			conn_answer_and_close(c, reply, replylen);
 			return;
 		}
 		evbuffer_drain(in, consumed);
