@@ -350,6 +350,42 @@ conf_directive(struct conf_parse *cp, const struct conf_field *f, size_t nf)
 		c->nnat64++;
 		return;
 	}
+	if (field_eq(&f[0], "syslog")) {
+		if (nf != 1)
+			conf_error(cp, f[1].col, "syslog takes no value");
+		else
+			c->syslog = true;
+		return;
+	}
+	if (field_eq(&f[0], "metrics-listen")) {
+		struct addr a;
+		const char *colon = nf == 2 ? memrchr(f[1].s, ':', f[1].len) : NULL;
+		const char *h = f[1].s;
+		size_t hl;
+		unsigned long port = 0;
+		struct conf_field pf;
+
+		if (colon == NULL) {
+			conf_error(cp, f[0].col, "expected: metrics-listen ADDRESS:PORT");
+			return;
+		}
+		hl = (size_t)(colon - h);
+		if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
+			h++;
+			hl -= 2;
+		}
+		pf.s = colon + 1;
+		pf.len = f[1].len - (size_t)(colon + 1 - f[1].s);
+		pf.col = f[1].col;
+		if (addr_parse(h, hl, &a) == -1 || conf_uint(&pf, 65535, &port) == -1 ||
+		    port == 0) {
+			conf_error(cp, f[1].col, "expected ADDRESS:PORT (127.0.0.1:9464, [::1]:9464)");
+			return;
+		}
+		free(c->metrics_listen);
+		c->metrics_listen = field_dup(&f[1]);
+		return;
+	}
 	if (field_eq(&f[0], "user")) {
 		if (nf != 2)
 			conf_error(cp, f[0].col, "expected: user NAME");
@@ -440,6 +476,7 @@ conf_free(struct conf *c)
 	free(c->resolvers);
 	free(c->hosts);
 	free(c->user);
+	free(c->metrics_listen);
 	free(c);
 }
 

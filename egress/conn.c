@@ -232,6 +232,7 @@ conn_deny_receipt(struct conn *c, enum egress_reason reason, const char *why,
 	struct receipt r;
 
 	c->p->total_denied++;
+	c->p->denied[reason]++;
 	if (principal_deny_collapse(c->p, reason, c->has_host ? c->host.name : NULL,
 	    c->has_host ? c->port : -1, frontend_names[c->fe]))
 		return;
@@ -1118,10 +1119,19 @@ conn_classify(struct conn *c, const struct addr *addrs, size_t n, struct addr_ve
 	const struct conf *conf = egressd_conf;
 	const struct policy_settings *s = conn_settings(c);
 
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		if (addr_classify(&addrs[i], conf->nat64, conf->nnat64, v) &&
 		    !addr_permitted(&addrs[i], v, s->permit, s->npermit))
 			return (long)i;
+		/* egressd's own listening address is refused, whatever the policy permits. */
+		if (metrics_is_own(&addrs[i], c->port)) {
+			v->denied = true;
+			v->range = "metrics-listen";
+			v->name = "egressd's own listening address";
+			v->embedded = false;
+			return (long)i;
+		}
+	}
 	return -1;
 }
 
@@ -1525,6 +1535,9 @@ conn_close(struct conn *c, enum egress_reason reason, const char *cause)
 		r.bytes_down = (int64_t)c->bytes_down;
 		r.duration_ms = conn_elapsed_ms(c);
 		receipt_write(&r);
+		c->p->closed[reason]++;
+		c->p->closed_up += c->bytes_up;
+		c->p->closed_down += c->bytes_down;
 		log_info("event=close principal=%s id=%s host=%s port=%d reason=%s close=%s "
 		    "bytes_up=%llu bytes_down=%llu", c->p->name, c->id, c->host.name, c->port,
 		    egress_reason_name(reason), r.close, (unsigned long long)c->bytes_up,

@@ -7,6 +7,7 @@
  *   {"verb":"principal-add","name":N,"policy":FILE,"owner":"UID:GID","peer_uid":U,"lease":B}
  *   {"verb":"principal-remove","name":N}
  *   {"verb":"principal-list"}
+ *   {"verb":"metrics"}                        -> {"ok":true,"text":"<Prometheus text>"}
  *   {"verb":"lease","policy":NAME}            (also on the lease socket, which serves only it)
  *
  * Answers are {"ok":true,...} or {"ok":false,"error":"..."}. A lease principal lives as
@@ -241,6 +242,12 @@ ctl_dispatch(struct ctl_client *cl, const char *line, size_t len)
 		    (json_int_t)(time(NULL) - egressd_started), "principals", n, "connections",
 		    (int)conn_count(), "receipts", egressd_conf->receipts, "receipt_seq",
 		    (json_int_t)receipt_seq(), "stopping", egressd_stopping));
+	} else if (strcmp(verb, "metrics") == 0) {
+		size_t tlen;
+		char *text = metrics_text(&tlen);
+
+		ctl_reply(cl, json_pack("{s:b,s:s%}", "ok", 1, "text", text, tlen));
+		free(text);
 	} else if (strcmp(verb, "principal-add") == 0)
 		ctl_principal_add(cl, req);
 	else if (strcmp(verb, "principal-remove") == 0) {

@@ -29,6 +29,7 @@ struct dns_query {
 	struct event *timer;
 	bool done;
 	struct dns_answer *local;    /* an answer from the hosts file, delivered async */
+	int64_t start_ms;
 	char name[EGRESS_HOST_MAX + 2];
 };
 
@@ -235,12 +236,44 @@ dns_shutdown(void)
 	ares_library_cleanup();
 }
 
+/* Resolution latency buckets (seconds), as Prometheus histograms count them. */
+const double dns_bucket_le[DNS_BUCKETS] = { 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+	1, 2.5, 1e300 };
+static struct dns_stats dns_counts;
+
+const struct dns_stats *
+dns_stats(void)
+{
+	return &dns_counts;
+}
+
+static void
+dns_observe(const struct dns_query *q, enum egress_reason r)
+{
+	double sec = (double)(egressd_now_ms() - q->start_ms) / 1000.0;
+	size_t i = 0;
+
+	if (r == EGRESS_SHUTDOWN)
+		return;
+	if (r == EGRESS_ALLOWED)
+		dns_counts.ok++;
+	else if (r == EGRESS_DNS_TIMEOUT)
+		dns_counts.timeout++;
+	else
+		dns_counts.failure++;
+	while (i < DNS_BUCKETS - 1 && sec > dns_bucket_le[i])
+		i++;
+	dns_counts.buckets[i]++;
+	dns_counts.sum += sec;
+}
+
 static void
 dns_finish(struct dns_query *q, const struct dns_answer *ans)
 {
 	if (q->done)
 		return;
 	q->done = true;
+	dns_observe(q, ans->reason);
 	evtimer_del(q->timer);
 	if (q->arg != NULL)
 		q->cb(q->arg, ans);
@@ -353,6 +386,7 @@ dns_resolve(const char *name, unsigned timeout_s, dns_cb cb, void *arg)
 
 	q->cb = cb;
 	q->arg = arg;
+	q->start_ms = egressd_now_ms();
 	q->timer = evtimer_new(dns_base, dns_deadline_cb, q);
 	snprintf(q->name, sizeof(q->name), "%s.", name);
 	for (size_t i = 0; i < dns_nhosts; i++) {

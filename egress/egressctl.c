@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <getopt.h>
 #include <signal.h>
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,8 +45,10 @@ usage(const char *msg)
 	    "       egressctl [-s SOCK] principal remove NAME\n"
 	    "       egressctl [-s SOCK] principal list\n"
 	    "       egressctl [-s SOCK] lease POLICY-NAME\n"
+	    "       egressctl [-s SOCK] metrics\n"
 	    "       egressctl receipts [--file F ...] [--principal P] [--since T] [--until T]\n"
-	    "                 [--decision allow|deny] [--reason R] [--host GLOB] [--json]\n"
+	    "                 [--decision allow|deny] [--reason R] [--host GLOB] [--follow]\n"
+	    "                 [--json]\n"
 	    "       egressctl receipts verify [--file F ...] [--key FILE]\n");
 	exit(2);
 }
@@ -164,6 +168,23 @@ hold_lease(int fd)
 
 	while (read(fd, &b, 1) > 0 || errno == EINTR)
 		;
+}
+
+/* The Prometheus text exposition, as egressd serves it on metrics-listen. */
+static int
+cmd_metrics(int fd)
+{
+	json_t *o = ctl_call(fd, json_pack("{s:s}", "verb", "metrics"));
+	const char *text = json_string_value(json_object_get(o, "text"));
+
+	if (text == NULL) {
+		fprintf(stderr, "%s: egressd sent no metrics\n", progname);
+		json_decref(o);
+		return 1;
+	}
+	fputs(text, stdout);
+	json_decref(o);
+	return 0;
 }
 
 static int
@@ -850,6 +871,36 @@ rcpt_matches(const struct rcpt_query *q, json_t *o)
 	return true;
 }
 
+/* One line (without its newline, NUL-terminated at len): printed when it matches. */
+static void
+rcpt_query_line(struct rcpt_query *q, const char *file, size_t lineno, char *line, size_t len)
+{
+	json_error_t jerr;
+	json_t *o = NULL;
+
+	/* Most lines of a large file are excluded by a cheap look for the principal. */
+	if (q->needle != NULL && strstr(line, q->needle) == NULL)
+		return;
+	if (len > RCPT_LINE_MAX ||
+	    (o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr)) == NULL ||
+	    !json_is_object(o)) {
+		if (q->skipped++ == 0)
+			fprintf(stderr, "%s: %s:%zu: unparseable line skipped "
+			    "(egressctl receipts verify says more)\n", progname, file, lineno);
+		json_decref(o);
+		return;
+	}
+	if (rcpt_matches(q, o)) {
+		q->matched++;
+		if (q->json) {
+			fwrite(line, 1, len, stdout);
+			putchar('\n');
+		} else
+			rcpt_print_row(o);
+	}
+	json_decref(o);
+}
+
 static int
 rcpt_query_file(struct rcpt_query *q, const char *file)
 {
@@ -864,35 +915,12 @@ rcpt_query_file(struct rcpt_query *q, const char *file)
 		return -1;
 	}
 	while ((n = getline(&line, &cap, fp)) > 0) {
-		json_error_t jerr;
-		json_t *o;
 		size_t len = (size_t)n;
 
 		lineno++;
 		if (line[len - 1] == '\n')
 			line[--len] = '\0';
-		/* Most lines of a large file are excluded by a cheap look for the principal. */
-		if (q->needle != NULL && strstr(line, q->needle) == NULL)
-			continue;
-		if (len > RCPT_LINE_MAX ||
-		    (o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr)) == NULL ||
-		    !json_is_object(o)) {
-			if (q->skipped++ == 0)
-				fprintf(stderr, "%s: %s:%zu: unparseable line skipped "
-				    "(egressctl receipts verify says more)\n", progname, file, lineno);
-			if (len <= RCPT_LINE_MAX)
-				json_decref(o);
-			continue;
-		}
-		if (rcpt_matches(q, o)) {
-			q->matched++;
-			if (q->json) {
-				fwrite(line, 1, len, stdout);
-				putchar('\n');
-			} else
-				rcpt_print_row(o);
-		}
-		json_decref(o);
+		rcpt_query_line(q, file, lineno, line, len);
 	}
 	free(line);
 	if (ferror(fp)) {
@@ -901,6 +929,196 @@ rcpt_query_file(struct rcpt_query *q, const char *file)
 	}
 	if (fp != stdin)
 		fclose(fp);
+	return rc;
+}
+
+/*
+ * --follow: reads the last file as egressd appends to it, like tail -F. The file is
+ * read by its descriptor so that, when the path comes to name another file (mv and
+ * SIGUSR1) or the file gets shorter (copytruncate), what was written to the old one
+ * before the switch is still read. Memory is the one line buffer: a line longer than
+ * RCPT_LINE_MAX is skipped as unparseable.
+ */
+#define RCPT_FOLLOW_POLL_MS 200
+#define RCPT_FOLLOW_CHUNK (16 * 1024)
+
+struct rcpt_follow {
+	const char *path;
+	int fd;
+	dev_t dev;
+	ino_t ino;
+	off_t pos;               /* bytes read from fd */
+	size_t lineno;
+	char *buf;               /* RCPT_LINE_MAX + 1 bytes and a NUL */
+	size_t len;              /* bytes of a line not yet ended */
+	bool discarding;         /* inside a line too long to keep */
+};
+
+static volatile sig_atomic_t rcpt_follow_stop;
+
+static void
+rcpt_follow_signal(int sig)
+{
+	(void)sig;
+	rcpt_follow_stop = 1;
+}
+
+/* Opens path for following; -1 (errno set) when it cannot be opened. */
+static int
+rcpt_follow_open(struct rcpt_follow *f)
+{
+	struct stat st;
+	int fd = open(f->path, O_RDONLY | O_CLOEXEC);
+
+	if (fd == -1)
+		return -1;
+	if (fstat(fd, &st) == -1) {
+		close(fd);
+		return -1;
+	}
+	f->fd = fd;
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	f->pos = 0;
+	f->lineno = 0;
+	f->len = 0;
+	f->discarding = false;
+	return 0;
+}
+
+/* Reads fd to its end, handing each whole line on. Returns -1 on a read error. */
+static int
+rcpt_follow_drain(struct rcpt_query *q, struct rcpt_follow *f)
+{
+	for (;;) {
+		size_t room = RCPT_LINE_MAX + 1 - f->len, start, i;
+		ssize_t n;
+
+		if (rcpt_follow_stop)
+			return 0;
+		if (room > RCPT_FOLLOW_CHUNK)
+			room = RCPT_FOLLOW_CHUNK;
+		n = read(f->fd, f->buf + f->len, room);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			fprintf(stderr, "%s: %s: %s\n", progname, f->path, strerror(errno));
+			return -1;
+		}
+		if (n == 0)
+			return 0;
+		f->pos += n;
+		start = 0;
+		for (i = f->len; i < f->len + (size_t)n; i++) {
+			if (f->buf[i] != '\n')
+				continue;
+			f->lineno++;
+			f->buf[i] = '\0';
+			if (!f->discarding)
+				rcpt_query_line(q, f->path, f->lineno, f->buf + start, i - start);
+			f->discarding = false;
+			start = i + 1;
+		}
+		f->len += (size_t)n;
+		if (start > 0) {
+			memmove(f->buf, f->buf + start, f->len - start);
+			f->len -= start;
+		}
+		if (f->len > RCPT_LINE_MAX) {
+			/* Too long to be egressd's: say so once, and drop it up to its newline. */
+			if (!f->discarding && q->skipped++ == 0)
+				fprintf(stderr, "%s: %s:%zu: unparseable line skipped "
+				    "(egressctl receipts verify says more)\n", progname, f->path,
+				    f->lineno + 1);
+			f->discarding = true;
+			f->len = 0;
+		}
+	}
+}
+
+/* The end of a file being left: a last line without its newline is torn, and skipped. */
+static void
+rcpt_follow_close(struct rcpt_query *q, struct rcpt_follow *f)
+{
+	if (f->len > 0 && !f->discarding && q->skipped++ == 0)
+		fprintf(stderr, "%s: %s:%zu: unparseable line skipped "
+		    "(egressctl receipts verify says more)\n", progname, f->path, f->lineno + 1);
+	close(f->fd);
+	f->fd = -1;
+}
+
+/* Runs until SIGINT or SIGTERM (0), or a read error (-1). */
+static int
+rcpt_follow(struct rcpt_query *q, const char *path)
+{
+	struct rcpt_follow f;
+	struct sigaction sa;
+	struct stat st;
+	int rc = 0;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = rcpt_follow_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	memset(&f, 0, sizeof(f));
+	f.path = path;
+	if (rcpt_follow_open(&f) == -1) {
+		fprintf(stderr, "%s: %s: %s\n", progname, path, strerror(errno));
+		return -1;
+	}
+	f.buf = xmalloc(RCPT_LINE_MAX + 2);
+	while (!rcpt_follow_stop) {
+		struct timespec ts = { 0, RCPT_FOLLOW_POLL_MS * 1000000L };
+		bool moved, shrunk;
+
+		if (rcpt_follow_drain(q, &f) == -1) {
+			rc = -1;
+			break;
+		}
+		if (fflush(stdout) == EOF) {
+			rc = -1;
+			break;
+		}
+		if (rcpt_follow_stop)
+			break;
+		nanosleep(&ts, NULL);
+		/* A path that names nothing (between mv and the reopen) is not a rotation yet. */
+		moved = stat(path, &st) == 0 && (st.st_dev != f.dev || st.st_ino != f.ino);
+		shrunk = !moved && fstat(f.fd, &st) == 0 && st.st_size < f.pos;
+		if (moved) {
+			/* Whatever reached the old file before the switch is still to be read. */
+			if (rcpt_follow_drain(q, &f) == -1) {
+				rc = -1;
+				break;
+			}
+			rcpt_follow_close(q, &f);
+			/* Gone again before we got there: wait for the next one. */
+			while (!rcpt_follow_stop && rcpt_follow_open(&f) == -1) {
+				if (errno != ENOENT) {
+					fprintf(stderr, "%s: %s: %s\n", progname, path, strerror(errno));
+					rc = -1;
+					break;
+				}
+				nanosleep(&ts, NULL);
+			}
+			if (f.fd == -1)
+				break;
+		} else if (shrunk) {
+			if (lseek(f.fd, 0, SEEK_SET) == -1) {
+				fprintf(stderr, "%s: %s: %s\n", progname, path, strerror(errno));
+				rc = -1;
+				break;
+			}
+			f.pos = 0;
+			f.lineno = 0;
+			f.len = 0;
+			f.discarding = false;
+		}
+	}
+	if (f.fd != -1)
+		close(f.fd);
+	free(f.buf);
 	return rc;
 }
 
@@ -916,11 +1134,13 @@ cmd_receipts(int argc, char **argv)
 		{ "reason", required_argument, NULL, 'r' },
 		{ "host", required_argument, NULL, 'H' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "follow", no_argument, NULL, 'F' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *files[RCPT_MAX_FILES];
 	size_t nfiles = 0, i;
 	struct rcpt_query q;
+	bool follow = false;
 	int ch, rc = 0;
 
 	if (argc >= 2 && strcmp(argv[1], "verify") == 0)
@@ -953,6 +1173,7 @@ cmd_receipts(int argc, char **argv)
 		case 'r': q.reason = optarg; break;
 		case 'H': q.host = optarg; break;
 		case 'j': q.json = true; break;
+		case 'F': follow = true; break;
 		default: usage(NULL);
 		}
 	}
@@ -969,11 +1190,16 @@ cmd_receipts(int argc, char **argv)
 	if (!q.json)
 		printf("%-24s %-16s %-12s %-32s %-15s %-32s %10s %10s %9s\n", "TIME", "PRINCIPAL",
 		    "FRONTEND", "HOST:PORT", "ADDRESS", "DECISION/REASON", "UP", "DOWN", "DURATION");
-	for (i = 0; i < nfiles; i++)
+	if (follow && strcmp(files[nfiles - 1], "-") == 0)
+		usage("--follow follows a file, not the standard input");
+	for (i = 0; i < nfiles - (follow ? 1 : 0); i++)
 		if (rcpt_query_file(&q, files[i]) == -1) {
 			rc = 1;
 			break;
 		}
+	/* The last file is read whole by the follower, then followed. */
+	if (follow && rc == 0 && rcpt_follow(&q, files[nfiles - 1]) == -1)
+		rc = 1;
 	free(q.needle);
 	if (fflush(stdout) == EOF && errno != EPIPE) {
 		fprintf(stderr, "%s: stdout: %s\n", progname, strerror(errno));
@@ -1008,7 +1234,7 @@ main(int argc, char **argv)
 	if (strcmp(argv[0], "receipts") == 0)
 		return cmd_receipts(argc, argv);
 	if (strcmp(argv[0], "status") != 0 && strcmp(argv[0], "principal") != 0 &&
-	    strcmp(argv[0], "lease") != 0)
+	    strcmp(argv[0], "lease") != 0 && strcmp(argv[0], "metrics") != 0)
 		usage("unknown verb");
 	signal(SIGPIPE, SIG_IGN);
 	fd = ctl_connect(sock);
@@ -1019,5 +1245,10 @@ main(int argc, char **argv)
 	}
 	if (strcmp(argv[0], "lease") == 0)
 		return cmd_lease(fd, argc - 1, argv + 1);
+	if (strcmp(argv[0], "metrics") == 0) {
+		if (argc != 1)
+			usage("metrics takes no operand");
+		return cmd_metrics(fd);
+	}
 	return cmd_principal(fd, argc - 1, argv + 1);
 }

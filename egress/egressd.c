@@ -13,7 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <openssl/rand.h>
@@ -94,6 +97,33 @@ egressd_load_policy(const char *file, char *err, size_t errlen)
 	return p;
 }
 
+/*
+ * systemd's readiness protocol (Type=notify): one datagram to $NOTIFY_SOCKET. Ten lines,
+ * not worth a dependency on libsystemd.
+ */
+static void
+egressd_notify(const char *state)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	struct sockaddr_un sun;
+	socklen_t len;
+	int fd;
+
+	if (path == NULL || (path[0] != '/' && path[0] != '@') ||
+	    strlen(path) >= sizeof(sun.sun_path))
+		return;
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	memcpy(sun.sun_path, path, strlen(path));
+	if (path[0] == '@')
+		sun.sun_path[0] = '\0';          /* an abstract socket */
+	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(path));
+	if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1)
+		return;
+	sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sun, len);
+	close(fd);
+}
+
 static void
 egressd_exit_if_drained(void)
 {
@@ -137,6 +167,7 @@ term_cb(evutil_socket_t sig, short what, void *arg)
 	if (egressd_stopping)
 		return;
 	egressd_stopping = true;
+	egressd_notify("STOPPING=1");
 	log_info("event=stopping signal=%d connections=%u grace_s=%u", (int)sig, conn_count(),
 	    egressd_conf->grace);
 	TAILQ_FOREACH(p, &principals, entry)
@@ -335,6 +366,11 @@ main(int argc, char **argv)
 	    dns_init(egressd_base, conf_current) == -1 ||
 	    control_init(egressd_base, conf_current->control) == -1)
 		return 1;
+	if (conf_current->syslog)
+		receipt_syslog(true);
+	if (conf_current->metrics_listen != NULL &&
+	    metrics_listen(egressd_base, conf_current->metrics_listen) == -1)
+		return 1;
 	for (size_t i = 0; i < conf_current->nprincipals; i++) {
 		struct conf_principal *cp = &conf_current->principals[i];
 		struct principal *p = principal_create(cp->name, cp->socket, cp->policy,
@@ -357,6 +393,7 @@ main(int argc, char **argv)
 	event_add(ev_int, NULL);
 	event_add(ev_hup, NULL);
 	event_add(ev_usr1, NULL);
+	egressd_notify("READY=1");
 	log_info("event=started version=%s pid=%d principals=%zu control=%s receipts=%s",
 	    PACKAGE_VERSION, (int)getpid(), conf_current->nprincipals, conf_current->control,
 	    conf_current->receipts);
@@ -366,6 +403,7 @@ main(int argc, char **argv)
 	while (!TAILQ_EMPTY(&principals))
 		principal_remove(TAILQ_FIRST(&principals), "shutdown");
 	control_shutdown();
+	metrics_shutdown();
 	dns_shutdown();
 	receipt_close();
 	event_free(ev_term);

@@ -75,6 +75,8 @@ struct conf {
 	struct cidr nat64[EGRESSD_MAX_NAT64];
 	size_t nnat64;
 	char *user;
+	char *metrics_listen;        /* ADDR:PORT, or NULL */
+	bool syslog;                 /* each receipt also to syslog(3) */
 	unsigned grace;              /* seconds */
 	struct conf_principal *principals;
 	size_t nprincipals;
@@ -115,10 +117,21 @@ int receipt_open(const char *path, const char *keyfile, struct event_base *base)
 /* Writes one record to the kernel before returning; fsync is batched. */
 int receipt_write(const struct receipt *r);
 void receipt_flush(void);
+/* Also send each receipt line to syslog(3) (LOG_INFO, facility daemon). */
+void receipt_syslog(bool on);
 void receipt_close(void);
 uint64_t receipt_seq(void);
 
 /* --- dns.c ------------------------------------------------------------------------ */
+
+#define DNS_BUCKETS 11
+extern const double dns_bucket_le[DNS_BUCKETS];  /* seconds; the last is +Inf */
+struct dns_stats {
+	uint64_t ok, failure, timeout;
+	uint64_t buckets[DNS_BUCKETS];   /* cumulative counts are computed when printed */
+	double sum;                      /* seconds */
+};
+const struct dns_stats *dns_stats(void);
 
 struct dns_answer {
 	enum egress_reason reason;   /* EGRESS_ALLOWED, dns-failure, dns-timeout */
@@ -181,6 +194,10 @@ struct principal {
 	time_t rate_second;
 	uint64_t rate_count;
 	uint64_t total_allowed, total_denied;
+	/* Metrics: what the receipts say, counted (metrics.c). */
+	uint64_t denied[EGRESS_REASON_COUNT];  /* deny receipts, collapsed ones counted */
+	uint64_t closed[EGRESS_REASON_COUNT];  /* close receipts, by reason */
+	uint64_t closed_up, closed_down;       /* bytes of closed tunnels, as in receipts */
 	time_t deny_second;
 	unsigned deny_count;         /* denials written this second */
 	struct deny_slot *slots;     /* EGRESSD_DENY_SLOTS, allocated on first use */
@@ -220,6 +237,16 @@ void conn_accept(struct principal *p, int fd);
 /* Ends a connection with a receipt (close or deny with reason). */
 void conn_abort(struct conn *c, enum egress_reason reason, const char *close_cause);
 unsigned conn_count(void);
+
+/* --- metrics.c -------------------------------------------------------------------- */
+
+/* The Prometheus text exposition of egressd's counters; caller frees. */
+char *metrics_text(size_t *len);
+/* metrics-listen: serves GET /metrics over HTTP (libevent's evhttp). */
+int metrics_listen(struct event_base *base, const char *spec);
+void metrics_shutdown(void);
+/* True when a is the address metrics-listen is bound to (egressd never connects there). */
+bool metrics_is_own(const struct addr *a, uint16_t port);
 
 /* --- control.c -------------------------------------------------------------------- */
 

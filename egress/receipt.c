@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,6 +38,15 @@ static char receipt_prev[EGRESS_DIGEST_STRLEN] =
     "sha256:0000000000000000000000000000000000000000000000000000000000000000";
 static struct event *receipt_sync_ev;
 static bool receipt_dirty;
+static bool receipt_to_syslog;
+
+void
+receipt_syslog(bool on)
+{
+	if (on && !receipt_to_syslog)
+		openlog("egressd", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+	receipt_to_syslog = on;
+}
 
 static const char *const receipt_events[] = {
 	[RECEIPT_OPEN] = "open",
@@ -244,6 +254,11 @@ receipt_write(const struct receipt *r)
 	memcpy(receipt_prev, "sha256:", 7);
 	egress_hex(md, sizeof(md), receipt_prev + 7);
 	receipt_next_seq++;
+	if (receipt_to_syslog) {
+		/* One JSON line per receipt, as written to the file (chain and MAC included). */
+		b.s[b.len - 1] = '\0';
+		syslog(LOG_INFO, "%s", b.s);
+	}
 	return 0;
 }
 

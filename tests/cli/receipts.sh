@@ -3,7 +3,8 @@
 # MACs records exactly as egressd does (docs/receipts.md). verify: a good chain, each kind
 # of tampering reported at the right record with exit 1, torn lines with and without their
 # repair record, rotation across files. receipts: every filter against known content, the
-# table and --json. Real receipts from egressd are checked by tests/e2e/receipts.sh.
+# table and --json; --follow across appends, rotation and truncation. Real receipts from
+# egressd are checked by tests/e2e/receipts.sh.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/cli/lib.sh"
 CTL=$top_builddir/egressctl
 GEN="$top_srcdir/tests/cli/receipts-gen.py"
@@ -189,6 +190,68 @@ expect_eq "an unparseable line is skipped with a note" \
     "egressctl: garbage.jsonl:3: unparseable line skipped (egressctl receipts verify says more)
 9" "$("$CTL" receipts --file garbage.jsonl --json 2>&1 >/dev/null; "$CTL" receipts --file garbage.jsonl --json 2>/dev/null | wc -l | tr -d ' ')"
 
+# --- receipts --follow: appends, a partial line, rotation, truncation ----------------------------
+# wait_lines FILE N: until FILE has N lines, at most 5 s
+wait_lines() {
+	_i=0
+	while [ "$(wc -l < "$1" | tr -d ' ')" -lt "$2" ] && [ $_i -lt 100 ]; do
+		_i=$((_i + 1))
+		sleep 0.05
+	done
+}
+gen --key key --count 3 f.jsonl
+"$CTL" receipts --follow --json --file f.jsonl > follow.out 2> follow.err &
+FOLLOW_PID=$!
+"$CTL" receipts --follow --json --principal build-2 --file f.jsonl > follow2.out 2>&1 &
+FOLLOW2_PID=$!
+wait_lines follow.out 3
+expect_eq "--follow first prints what is there" "$(cat f.jsonl)" "$(cat follow.out)"
+gen --key key --count 4 --after f.jsonl f-more.jsonl
+cat f-more.jsonl >> f.jsonl
+wait_lines follow.out 7
+expect_eq "--follow prints appended records" "$(cat f.jsonl)" "$(cat follow.out)"
+# A line written in two pieces is printed once whole.
+gen --key key --count 1 --after f.jsonl f-one.jsonl
+head -c 50 f-one.jsonl >> f.jsonl
+sleep 0.5
+expect_eq "--follow waits for a partial line's newline" 7 "$(wc -l < follow.out | tr -d ' ')"
+tail -c +51 f-one.jsonl >> f.jsonl
+wait_lines follow.out 8
+# Rotation as egressd does it: mv, a last record to the old file by its descriptor, then
+# a new file that continues the chain.
+mv f.jsonl f.jsonl.1
+gen --key key --count 2 --after f.jsonl.1 f-late.jsonl
+cat f-late.jsonl >> f.jsonl.1
+sleep 0.3
+gen --key key --count 3 --after f.jsonl.1 f.jsonl
+wait_lines follow.out 13
+gen --key key --count 2 --after f.jsonl f-new.jsonl
+cat f-new.jsonl >> f.jsonl
+wait_lines follow.out 15
+expect_eq "--follow reads the old file to its end, then the new one from its start" \
+    "$(cat f.jsonl.1 f.jsonl)" "$(cat follow.out)"
+expect_eq "what --follow printed verifies across the rotation" "15 records verified, MACs good
+rc=0" "$(verify --file follow.out --key key)"
+# A file that got shorter (copytruncate) is read again from its start.
+cp f.jsonl f-rotated.jsonl
+: > f.jsonl
+sleep 0.3
+gen --key key --count 2 --after f.jsonl.1 f-trunc.jsonl
+cat f-trunc.jsonl >> f.jsonl
+wait_lines follow.out 17
+expect_eq "--follow reads a truncated file from its start" \
+    "$(cat f.jsonl.1 f-rotated.jsonl f-trunc.jsonl)" "$(cat follow.out)"
+kill -TERM "$FOLLOW_PID"
+wait "$FOLLOW_PID"
+expect_eq "--follow exits 0 on SIGTERM, quietly" "rc=0 " "rc=$? $(cat follow.err)"
+kill -INT "$FOLLOW2_PID"
+wait "$FOLLOW2_PID"
+expect_eq "--follow exits 0 on SIGINT" 0 "$?"
+expect_eq "--follow applies the filters" \
+    "$(cat f.jsonl.1 f-rotated.jsonl f-trunc.jsonl | grep '"principal":"build-2"')" "$(cat follow2.out)"
+expect_eq "--follow with the standard input is a usage error" 2 \
+    "$("$CTL" receipts --follow --file - </dev/null >/dev/null 2>&1; echo $?)"
+
 # --- real receipts: egressd's denials, a crash with a torn line, a rotation ------------------------
 EGRESSD=$top_builddir/egressd
 deny() {
@@ -250,14 +313,23 @@ EOF2
 		    "$("$CTL" receipts verify --file r.jsonl --key real.key | head -n 1)"
 		rm -f run/rc.sock ctl.sock
 		if egressd_up; then
+			"$CTL" receipts --follow --json --file r.jsonl > rfollow.out 2>/dev/null &
+			FOLLOW_PID=$!
+			deny before.example.org
 			mv r.jsonl r.jsonl.1
 			kill -USR1 "$EGRESSD_PID"
 			sleep 0.3
 			deny later.example.org
 			kill -TERM "$EGRESSD_PID"
 			wait "$EGRESSD_PID"
+			want=$("$CTL" receipts --json --file r.jsonl.1 --file r.jsonl 2>/dev/null)
+			wait_lines rfollow.out "$(printf '%s\n' "$want" | wc -l)"
+			kill -TERM "$FOLLOW_PID"
+			wait "$FOLLOW_PID"
+			expect_eq "--follow sees a live egressd's records, across its rotation" \
+			    "$want" "$(cat rfollow.out)"
 			expect_eq "egressd's restart repairs it, and the chain goes on across the rotation" \
-			    "4 records verified, MACs good, 1 torn line repaired" \
+			    "5 records verified, MACs good, 1 torn line repaired" \
 			    "$("$CTL" receipts verify --file r.jsonl.1 --file r.jsonl --key real.key)"
 			expect_eq "the repair record is egressd's" "repair torn-line bytes=20" \
 			    "$(grep '"event":"repair"' r.jsonl.1 | python3 -c 'import json,sys; r=json.loads(sys.stdin.readline()); print(r["event"], r["detail"])')"

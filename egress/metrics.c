@@ -1,0 +1,208 @@
+/*
+ * metrics.c: egressd's counters in the Prometheus text exposition format, for
+ * `egressctl metrics` (control socket) and, with metrics-listen, GET /metrics over HTTP
+ * (libevent's evhttp). The counters count what the receipts say: opens, closes by reason
+ * (with the bytes of closed tunnels), denials by reason (collapsed ones counted).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+
+#include "egressd.h"
+
+static struct evhttp *metrics_http;
+static struct addr metrics_addr;
+static uint16_t metrics_port;
+static bool metrics_on;
+
+bool
+metrics_is_own(const struct addr *a, uint16_t port)
+{
+	return metrics_on && port == metrics_port && addr_equal(a, &metrics_addr);
+}
+
+static void
+metrics_head(struct evbuffer *b, const char *name, const char *type, const char *help)
+{
+	evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+char *
+metrics_text(size_t *len)
+{
+	struct evbuffer *b = evbuffer_new();
+	const struct dns_stats *d = dns_stats();
+	struct principal *p;
+	uint64_t cum = 0;
+	char *out;
+	unsigned np = 0;
+
+	if (b == NULL)
+		abort();
+	TAILQ_FOREACH(p, &principals, entry)
+		np++;
+	metrics_head(b, "egress_principals", "gauge", "Principals egressd serves.");
+	evbuffer_add_printf(b, "egress_principals %u\n", np);
+	metrics_head(b, "egress_connections", "gauge",
+	    "Principal connections open, in any phase.");
+	evbuffer_add_printf(b, "egress_connections %u\n", conn_count());
+
+	metrics_head(b, "egress_tunnels_active", "gauge",
+	    "Tunnels counted against quota connections, by principal.");
+	TAILQ_FOREACH(p, &principals, entry)
+		evbuffer_add_printf(b, "egress_tunnels_active{principal=\"%s\"} %u\n", p->name,
+		    p->live);
+	metrics_head(b, "egress_tunnels_opened_total", "counter",
+	    "Open receipts, by principal.");
+	TAILQ_FOREACH(p, &principals, entry)
+		evbuffer_add_printf(b, "egress_tunnels_opened_total{principal=\"%s\"} %llu\n",
+		    p->name, (unsigned long long)p->total_allowed);
+	metrics_head(b, "egress_tunnels_closed_total", "counter",
+	    "Close receipts, by principal and reason.");
+	TAILQ_FOREACH(p, &principals, entry)
+		for (int r = 0; r < EGRESS_REASON_COUNT; r++)
+			if (p->closed[r] != 0)
+				evbuffer_add_printf(b, "egress_tunnels_closed_total{principal=\"%s\","
+				    "reason=\"%s\"} %llu\n", p->name, egress_reason_name(r),
+				    (unsigned long long)p->closed[r]);
+	metrics_head(b, "egress_denials_total", "counter",
+	    "Denials (deny receipts, with their count), by principal and reason.");
+	TAILQ_FOREACH(p, &principals, entry)
+		for (int r = 0; r < EGRESS_REASON_COUNT; r++)
+			if (p->denied[r] != 0)
+				evbuffer_add_printf(b, "egress_denials_total{principal=\"%s\","
+				    "reason=\"%s\"} %llu\n", p->name, egress_reason_name(r),
+				    (unsigned long long)p->denied[r]);
+	metrics_head(b, "egress_quota_hits_total", "counter",
+	    "Quota refusals and quota-bytes closes, by principal and quota.");
+	TAILQ_FOREACH(p, &principals, entry) {
+		evbuffer_add_printf(b, "egress_quota_hits_total{principal=\"%s\",quota=\"connections\"}"
+		    " %llu\n", p->name, (unsigned long long)p->denied[EGRESS_QUOTA_CONNECTIONS]);
+		evbuffer_add_printf(b, "egress_quota_hits_total{principal=\"%s\",quota=\"rate\"} %llu\n",
+		    p->name, (unsigned long long)p->denied[EGRESS_QUOTA_RATE]);
+		evbuffer_add_printf(b, "egress_quota_hits_total{principal=\"%s\",quota=\"bytes\"} %llu\n",
+		    p->name, (unsigned long long)(p->denied[EGRESS_QUOTA_BYTES] +
+		    p->closed[EGRESS_QUOTA_BYTES]));
+	}
+	metrics_head(b, "egress_bytes_total", "counter",
+	    "Bytes of closed tunnels, as their close receipts count them, by direction.");
+	TAILQ_FOREACH(p, &principals, entry) {
+		evbuffer_add_printf(b, "egress_bytes_total{principal=\"%s\",direction=\"up\"} %llu\n",
+		    p->name, (unsigned long long)p->closed_up);
+		evbuffer_add_printf(b, "egress_bytes_total{principal=\"%s\",direction=\"down\"} %llu\n",
+		    p->name, (unsigned long long)p->closed_down);
+	}
+	metrics_head(b, "egress_dns_queries_total", "counter", "Name resolutions, by result.");
+	evbuffer_add_printf(b, "egress_dns_queries_total{result=\"ok\"} %llu\n",
+	    (unsigned long long)d->ok);
+	evbuffer_add_printf(b, "egress_dns_queries_total{result=\"failure\"} %llu\n",
+	    (unsigned long long)d->failure);
+	evbuffer_add_printf(b, "egress_dns_queries_total{result=\"timeout\"} %llu\n",
+	    (unsigned long long)d->timeout);
+	metrics_head(b, "egress_dns_duration_seconds", "histogram",
+	    "Time to resolve a name (A and AAAA), in seconds.");
+	for (int i = 0; i < DNS_BUCKETS; i++) {
+		cum += d->buckets[i];
+		if (i == DNS_BUCKETS - 1)
+			evbuffer_add_printf(b, "egress_dns_duration_seconds_bucket{le=\"+Inf\"} %llu\n",
+			    (unsigned long long)cum);
+		else
+			evbuffer_add_printf(b, "egress_dns_duration_seconds_bucket{le=\"%g\"} %llu\n",
+			    dns_bucket_le[i], (unsigned long long)cum);
+	}
+	evbuffer_add_printf(b, "egress_dns_duration_seconds_sum %.6f\n", d->sum);
+	evbuffer_add_printf(b, "egress_dns_duration_seconds_count %llu\n",
+	    (unsigned long long)cum);
+	metrics_head(b, "egress_receipts_written_total", "counter",
+	    "Receipt records in the chain (the last seq).");
+	evbuffer_add_printf(b, "egress_receipts_written_total %llu\n",
+	    (unsigned long long)receipt_seq());
+	*len = evbuffer_get_length(b);
+	out = xmalloc(*len + 1);
+	evbuffer_remove(b, out, *len);
+	out[*len] = '\0';
+	evbuffer_free(b);
+	return out;
+}
+
+static void
+metrics_http_cb(struct evhttp_request *req, void *arg)
+{
+	struct evbuffer *b;
+	size_t len;
+	char *text;
+
+	(void)arg;
+	if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) {
+		evhttp_send_error(req, 405, "only GET");
+		return;
+	}
+	if ((b = evbuffer_new()) == NULL) {
+		evhttp_send_error(req, 500, "no memory");
+		return;
+	}
+	text = metrics_text(&len);
+	evbuffer_add(b, text, len);
+	free(text);
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+	    "text/plain; version=0.0.4; charset=utf-8");
+	evhttp_send_reply(req, 200, "OK", b);
+	evbuffer_free(b);
+}
+
+static void
+metrics_notfound_cb(struct evhttp_request *req, void *arg)
+{
+	(void)arg;
+	evhttp_send_error(req, 404, "only /metrics");
+}
+
+int
+metrics_listen(struct event_base *base, const char *spec)
+{
+	const char *colon = strrchr(spec, ':');
+	char host[EGRESS_ADDRSTRLEN + 2];
+	size_t hl;
+
+	if (colon == NULL)
+		return -1;
+	hl = (size_t)(colon - spec);
+	if (hl >= 2 && spec[0] == '[' && spec[hl - 1] == ']') {
+		spec++;
+		hl -= 2;
+	}
+	if (hl >= sizeof(host) || addr_parse(spec, hl, &metrics_addr) == -1)
+		return -1;
+	memcpy(host, spec, hl);
+	host[hl] = '\0';
+	metrics_port = (uint16_t)atoi(colon + 1);
+	if ((metrics_http = evhttp_new(base)) == NULL ||
+	    evhttp_bind_socket(metrics_http, host, metrics_port) != 0) {
+		fprintf(stderr, "egressd: metrics-listen %s:%u: cannot listen\n", host,
+		    (unsigned)metrics_port);
+		return -1;
+	}
+	evhttp_set_allowed_methods(metrics_http, EVHTTP_REQ_GET);
+	evhttp_set_timeout(metrics_http, 10);
+	evhttp_set_max_headers_size(metrics_http, 8192);
+	evhttp_set_max_body_size(metrics_http, 0);
+	evhttp_set_cb(metrics_http, "/metrics", metrics_http_cb, NULL);
+	evhttp_set_gencb(metrics_http, metrics_notfound_cb, NULL);
+	metrics_on = true;
+	return 0;
+}
+
+void
+metrics_shutdown(void)
+{
+	if (metrics_http != NULL)
+		evhttp_free(metrics_http);
+	metrics_http = NULL;
+	metrics_on = false;
+}
