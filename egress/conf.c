@@ -350,6 +350,28 @@ conf_directive(struct conf_parse *cp, const struct conf_field *f, size_t nf)
 		c->nnat64++;
 		return;
 	}
+	if (field_eq(&f[0], "receipts-rotate")) {
+		unsigned long v;
+		uint64_t mul = 1;
+		struct conf_field vf = nf == 2 ? f[1] : f[0];
+
+		if (nf == 2 && vf.len > 1) {
+			switch (vf.s[vf.len - 1]) {
+			case 'K': mul = 1ULL << 10; vf.len--; break;
+			case 'M': mul = 1ULL << 20; vf.len--; break;
+			case 'G': mul = 1ULL << 30; vf.len--; break;
+			default: break;
+			}
+		}
+		if (nf != 2 || conf_uint(&vf, 1UL << 30, &v) == -1 || v == 0 ||
+		    (uint64_t)v * mul < 4096) {
+			conf_error(cp, f[0].col, "expected: receipts-rotate SIZE (at least 4096 bytes; "
+			    "K, M, G)");
+			return;
+		}
+		c->receipts_rotate = (uint64_t)v * mul;
+		return;
+	}
 	if (field_eq(&f[0], "syslog")) {
 		if (nf != 1)
 			conf_error(cp, f[1].col, "syslog takes no value");

@@ -242,9 +242,8 @@ usr1_cb(evutil_socket_t sig, short what, void *arg)
 	(void)sig;
 	(void)what;
 	(void)arg;
-	receipt_close();
-	if (receipt_open(egressd_conf->receipts, egressd_conf->receipt_key, egressd_base) == -1)
-		log_error("event=receipts-reopen result=failed");
+	if (receipt_reopen() == -1)
+		log_error("event=receipts-reopen result=failed detail=\"still writing the old file\"");
 	else
 		log_info("event=receipts-reopen result=ok path=%s", egressd_conf->receipts);
 }
@@ -368,6 +367,7 @@ main(int argc, char **argv)
 		return 1;
 	if (conf_current->syslog)
 		receipt_syslog(true);
+	receipt_set_rotate(conf_current->receipts_rotate);
 	if (conf_current->metrics_listen != NULL &&
 	    metrics_listen(egressd_base, conf_current->metrics_listen) == -1)
 		return 1;

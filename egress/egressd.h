@@ -77,6 +77,7 @@ struct conf {
 	char *user;
 	char *metrics_listen;        /* ADDR:PORT, or NULL */
 	bool syslog;                 /* each receipt also to syslog(3) */
+	uint64_t receipts_rotate;    /* bytes; 0: only on SIGUSR1 */
 	unsigned grace;              /* seconds */
 	struct conf_principal *principals;
 	size_t nprincipals;
@@ -119,6 +120,10 @@ int receipt_write(const struct receipt *r);
 void receipt_flush(void);
 /* Also send each receipt line to syslog(3) (LOG_INFO, facility daemon). */
 void receipt_syslog(bool on);
+/* Reopens the path after rotation (SIGUSR1); the chain continues from memory. */
+int receipt_reopen(void);
+/* Rotates by itself past this many bytes (receipts-rotate); 0 turns it off. */
+void receipt_set_rotate(uint64_t bytes);
 void receipt_close(void);
 uint64_t receipt_seq(void);
 

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,68 @@ static char receipt_prev[EGRESS_DIGEST_STRLEN] =
 static struct event *receipt_sync_ev;
 static bool receipt_dirty;
 static bool receipt_to_syslog;
+static uint64_t receipt_rotate_size;     /* 0: only on SIGUSR1 */
+
+void
+receipt_set_rotate(uint64_t bytes)
+{
+	receipt_rotate_size = bytes;
+}
+
+/*
+ * Reopens the path (after an operator moved the file away, SIGUSR1): the chain goes on
+ * from memory; the new file is not read, so live tunnels get no spurious closes.
+ */
+int
+receipt_reopen(void)
+{
+	int fd;
+
+	if (receipt_path == NULL)
+		return -1;
+	fd = open(receipt_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd == -1) {
+		log_error("event=receipts-reopen path=%s error=%s", receipt_path, strerror(errno));
+		return -1;
+	}
+	receipt_flush();
+	close(receipt_fd);
+	receipt_fd = fd;
+	return 0;
+}
+
+/* receipts-rotate: past the size, the file becomes PATH.<UTC time> and a new one starts. */
+static void
+receipt_rotate_if_due(void)
+{
+	struct stat st;
+	char name[PATH_MAX], stamp[32];
+	struct tm tm;
+	time_t now;
+
+	if (receipt_rotate_size == 0 || fstat(receipt_fd, &st) == -1 ||
+	    (uint64_t)st.st_size < receipt_rotate_size)
+		return;
+	now = time(NULL);
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	for (int i = 0; i < 1000; i++) {
+		int n = i == 0 ? snprintf(name, sizeof(name), "%s.%s", receipt_path, stamp) :
+		    snprintf(name, sizeof(name), "%s.%s.%03d", receipt_path, stamp, i);
+
+		if (n < 0 || (size_t)n >= sizeof(name))
+			return;
+		if (access(name, F_OK) != 0)
+			break;
+	}
+	receipt_flush();
+	if (fdatasync(receipt_fd) == -1 || rename(receipt_path, name) == -1) {
+		log_error("event=receipts-rotate path=%s error=%s", receipt_path, strerror(errno));
+		return;
+	}
+	if (receipt_reopen() == 0)
+		log_info("event=receipts-rotate old=%s", name);
+}
 
 void
 receipt_syslog(bool on)
@@ -254,6 +317,7 @@ receipt_write(const struct receipt *r)
 	memcpy(receipt_prev, "sha256:", 7);
 	egress_hex(md, sizeof(md), receipt_prev + 7);
 	receipt_next_seq++;
+	receipt_rotate_if_due();
 	if (receipt_to_syslog) {
 		/* One JSON line per receipt, as written to the file (chain and MAC included). */
 		b.s[b.len - 1] = '\0';
