@@ -5,6 +5,7 @@
 #ifndef EGRESS_COMMON_H
 #define EGRESS_COMMON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -85,5 +86,17 @@ int egress_key_load(const char *path, struct egress_key *key, char *err, size_t 
 /* Creates path with mode 0600 and 32 random bytes; never overwrites. */
 int egress_key_generate(const char *path, char *err, size_t errlen);
 void egress_key_clear(struct egress_key *key);
+
+/*
+ * Ed25519 for receipt checkpoints (PEM keys as `openssl genpkey -algorithm ed25519`
+ * writes them). The key is opaque; NULL with a message in err on failure.
+ */
+#define EGRESS_ED25519_SIGLEN 64
+void *egress_ed25519_load(const char *path, bool private_key, char *err, size_t errlen);
+void egress_ed25519_free(void *key);
+int egress_ed25519_sign(void *key, const void *msg, size_t len,
+    uint8_t sig[EGRESS_ED25519_SIGLEN]);
+bool egress_ed25519_verify(void *key, const void *msg, size_t len,
+    const uint8_t sig[EGRESS_ED25519_SIGLEN]);
 
 #endif

@@ -17,6 +17,7 @@
 #include <openssl/evp.h>
 #include <openssl/core_names.h>
 #include <openssl/params.h>
+#include <openssl/pem.h>
 #include <openssl/rand.h>
 
 #include "common.h"
@@ -188,4 +189,59 @@ egress_key_generate(const char *path, char *err, size_t errlen)
 		return -1;
 	}
 	return 0;
+}
+
+void *
+egress_ed25519_load(const char *path, bool private_key, char *err, size_t errlen)
+{
+	FILE *fp = fopen(path, "re");
+	EVP_PKEY *k;
+
+	if (fp == NULL) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	k = private_key ? PEM_read_PrivateKey(fp, NULL, NULL, NULL) :
+	    PEM_read_PUBKEY(fp, NULL, NULL, NULL);
+	fclose(fp);
+	if (k == NULL || EVP_PKEY_get_id(k) != EVP_PKEY_ED25519) {
+		snprintf(err, errlen, "%s: not an Ed25519 %s key in PEM (openssl genpkey "
+		    "-algorithm ed25519%s)", path, private_key ? "private" : "public",
+		    private_key ? "" : ", then openssl pkey -pubout");
+		EVP_PKEY_free(k);
+		return NULL;
+	}
+	return k;
+}
+
+void
+egress_ed25519_free(void *key)
+{
+	EVP_PKEY_free(key);
+}
+
+int
+egress_ed25519_sign(void *key, const void *msg, size_t len, uint8_t sig[EGRESS_ED25519_SIGLEN])
+{
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	size_t n = EGRESS_ED25519_SIGLEN;
+	int ok;
+
+	ok = ctx != NULL && EVP_DigestSignInit(ctx, NULL, NULL, NULL, key) == 1 &&
+	    EVP_DigestSign(ctx, sig, &n, msg, len) == 1 && n == EGRESS_ED25519_SIGLEN;
+	EVP_MD_CTX_free(ctx);
+	return ok ? 0 : -1;
+}
+
+bool
+egress_ed25519_verify(void *key, const void *msg, size_t len,
+    const uint8_t sig[EGRESS_ED25519_SIGLEN])
+{
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	bool ok;
+
+	ok = ctx != NULL && EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, key) == 1 &&
+	    EVP_DigestVerify(ctx, sig, EGRESS_ED25519_SIGLEN, msg, len) == 1;
+	EVP_MD_CTX_free(ctx);
+	return ok;
 }

@@ -290,12 +290,6 @@ conf_directive(struct conf_parse *cp, const struct conf_field *f, size_t nf)
 		conf_principal(cp, f, nf);
 		return;
 	}
-	/* In the SPEC, not built yet: refused rather than silently without effect. */
-	if (field_eq(&f[0], "signing-key")) {
-		conf_error(cp, f[0].col, "'%.*s' is not implemented in this version of egressd",
-		    (int)f[0].len, f[0].s);
-		return;
-	}
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
 		if (!field_eq(&f[0], paths[i].word))
 			continue;

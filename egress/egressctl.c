@@ -49,7 +49,7 @@ usage(const char *msg)
 	    "       egressctl receipts [--file F ...] [--principal P] [--since T] [--until T]\n"
 	    "                 [--decision allow|deny] [--reason R] [--host GLOB] [--follow]\n"
 	    "                 [--json]\n"
-	    "       egressctl receipts verify [--file F ...] [--key FILE]\n");
+	    "       egressctl receipts verify [--file F ...] [--key FILE] [--pubkey FILE]\n");
 	exit(2);
 }
 
@@ -430,11 +430,18 @@ struct rcpt_verify {
 	uint64_t bad_seq;
 	bool bad_has_seq;
 	char bad_what[160];
+	/* Checkpoints (--pubkey): signatures over the head of the chain. */
+	void *pubkey;
+	uint64_t checkpoints, covered, last_ckpt_seq;
+	bool last_ckpt_shutdown;
 	/* The MAC key and the buffer the MAC is computed over. */
 	struct egress_key *key;
 	uint8_t *msg;
 	size_t msg_cap;
 };
+
+static bool rcpt_checkpoint_ok(struct rcpt_verify *v, const char *file, size_t lineno,
+    const char *s, size_t len, const struct rcpt_scan *r);
 
 static void __attribute__((format(printf, 5, 6)))
 rcpt_break(struct rcpt_verify *v, const char *file, size_t lineno, const uint64_t *seq,
@@ -582,6 +589,9 @@ rcpt_verify_line(struct rcpt_verify *v, const char *file, size_t lineno, char *s
 			return;
 		}
 	}
+	if (v->pubkey != NULL && rcpt_event_is(&r, "checkpoint") &&
+	    !rcpt_checkpoint_ok(v, file, lineno, s, len, &r))
+		return;
 	if (nonl) {
 		/* Whole, but a crash cut its newline: egressd's restart leaves it out. */
 		v->torn = true;
@@ -599,6 +609,60 @@ rcpt_verify_line(struct rcpt_verify *v, const char *file, size_t lineno, char *s
 	v->last_len = len;
 	v->started = true;
 	v->records++;
+}
+
+/*
+ * A checkpoint's head must be the hash of the line before it, and its sig the Ed25519
+ * signature over "egress-checkpoint-1\0" + its seq in decimal + head.
+ */
+static bool
+rcpt_checkpoint_ok(struct rcpt_verify *v, const char *file, size_t lineno, const char *s,
+    size_t len, const struct rcpt_scan *r)
+{
+	static const char ctx[] = "egress-checkpoint-1";
+	json_t *o = json_loadb(s, len, JSON_REJECT_DUPLICATES, NULL);
+	const char *head = o ? json_string_value(json_object_get(o, "head")) : NULL;
+	const char *sig = o ? json_string_value(json_object_get(o, "sig")) : NULL;
+	const char *detail = o ? json_string_value(json_object_get(o, "detail")) : NULL;
+	uint8_t raw[EGRESS_ED25519_SIGLEN];
+	char msg[128];
+	int n;
+
+	if (head == NULL || sig == NULL || strlen(head) != sizeof(RCPT_PREV_PREFIX) - 1 +
+	    RCPT_HEX_LEN || memcmp(head + sizeof(RCPT_PREV_PREFIX) - 1, v->prev, RCPT_HEX_LEN) ||
+	    memcmp(r->prev, v->prev, RCPT_HEX_LEN) != 0) {
+		rcpt_break(v, file, lineno, &r->seq, "checkpoint head is not the hash of the "
+		    "line before it");
+		json_decref(o);
+		return false;
+	}
+	if (strlen(sig) != 8 + 2 * EGRESS_ED25519_SIGLEN || memcmp(sig, "ed25519:", 8) != 0 ||
+	    !rcpt_is_hex(sig + 8, 2 * EGRESS_ED25519_SIGLEN)) {
+		rcpt_break(v, file, lineno, &r->seq, "checkpoint without an Ed25519 signature");
+		json_decref(o);
+		return false;
+	}
+	for (size_t i = 0; i < EGRESS_ED25519_SIGLEN; i++) {
+		char h[3] = { sig[8 + 2 * i], sig[9 + 2 * i], '\0' };
+
+		raw[i] = (uint8_t)strtoul(h, NULL, 16);
+	}
+	memcpy(msg, ctx, sizeof(ctx));
+	n = snprintf(msg + sizeof(ctx), sizeof(msg) - sizeof(ctx), "%llu%s",
+	    (unsigned long long)r->seq, head);
+	if (n < 0 || (size_t)n >= sizeof(msg) - sizeof(ctx) ||
+	    !egress_ed25519_verify(v->pubkey, msg, sizeof(ctx) + (size_t)n, raw)) {
+		rcpt_break(v, file, lineno, &r->seq, "bad checkpoint signature (wrong --pubkey, "
+		    "or the chain before it was rewritten)");
+		json_decref(o);
+		return false;
+	}
+	v->checkpoints++;
+	v->covered = v->records + 1;
+	v->last_ckpt_seq = r->seq;
+	v->last_ckpt_shutdown = detail != NULL && strcmp(detail, "shutdown") == 0;
+	json_decref(o);
+	return true;
 }
 
 /* Reads one file; returns -1 when it cannot be read. */
@@ -640,9 +704,10 @@ cmd_receipts_verify(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "file", required_argument, NULL, 'f' },
 		{ "key", required_argument, NULL, 'k' },
+		{ "pubkey", required_argument, NULL, 'p' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *files[RCPT_MAX_FILES], *keyfile = NULL;
+	const char *files[RCPT_MAX_FILES], *keyfile = NULL, *pubfile = NULL;
 	size_t nfiles = 0, i;
 	struct rcpt_verify v;
 	struct egress_key key;
@@ -658,6 +723,7 @@ cmd_receipts_verify(int argc, char **argv)
 			files[nfiles++] = optarg;
 			break;
 		case 'k': keyfile = optarg; break;
+		case 'p': pubfile = optarg; break;
 		default: usage(NULL);
 		}
 	}
@@ -674,6 +740,13 @@ cmd_receipts_verify(int argc, char **argv)
 		}
 		v.key = &key;
 	}
+	if (pubfile != NULL &&
+	    (v.pubkey = egress_ed25519_load(pubfile, false, err, sizeof(err))) == NULL) {
+		fprintf(stderr, "%s: --pubkey %s\n", progname, err);
+		if (v.key)
+			egress_key_clear(&key);
+		return 2;
+	}
 	rc = 0;
 	for (i = 0; i < nfiles && !v.broken; i++)
 		if (rcpt_verify_file(&v, files[i]) == -1) {
@@ -683,6 +756,9 @@ cmd_receipts_verify(int argc, char **argv)
 	if (rc == 0 && !v.broken && v.torn)
 		rcpt_break(&v, v.torn_file, v.torn_lineno, NULL, v.torn_nonl ?
 		    "torn line at the end (not repaired)" : "unparseable line");
+	if (rc == 0 && !v.broken && v.pubkey != NULL && v.checkpoints == 0)
+		rcpt_break(&v, files[nfiles - 1], 0, NULL, "no checkpoint: nothing is signed "
+		    "(is signing-key set in egressd.conf?)");
 	if (v.broken) {
 		if (v.bad_has_seq)
 			printf("%s:%zu: seq %llu: %s\n", v.bad_file, v.bad_lineno,
@@ -699,9 +775,18 @@ cmd_receipts_verify(int argc, char **argv)
 			printf(", %llu torn line%s repaired", (unsigned long long)v.repaired,
 			    v.repaired == 1 ? "" : "s");
 		printf("\n");
+		if (v.pubkey != NULL)
+			printf("%llu checkpoint%s signed, the last at seq %llu%s; %llu record%s "
+			    "after it not covered by a signature\n",
+			    (unsigned long long)v.checkpoints, v.checkpoints == 1 ? "" : "s",
+			    (unsigned long long)v.last_ckpt_seq,
+			    v.last_ckpt_shutdown ? " (egressd's shutdown)" : "",
+			    (unsigned long long)(v.records - v.covered),
+			    v.records - v.covered == 1 ? "" : "s");
 	}
 	if (v.key)
 		egress_key_clear(&key);
+	egress_ed25519_free(v.pubkey);
 	free(v.torn_file);
 	free(v.msg);
 	return rc;

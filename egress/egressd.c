@@ -360,6 +360,9 @@ main(int argc, char **argv)
 		fprintf(stderr, "egressd: libevent: no event base\n");
 		return 1;
 	}
+	if (conf_current->signing_key != NULL &&
+	    receipt_signing_key(conf_current->signing_key) == -1)
+		return 1;
 	if (egressd_runtime_dir(conf_current->runtime_dir) == -1 ||
 	    receipt_open(conf_current->receipts, conf_current->receipt_key, egressd_base) == -1 ||
 	    dns_init(egressd_base, conf_current) == -1 ||

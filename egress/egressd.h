@@ -91,7 +91,7 @@ bool conf_valid_name(const char *name);
 
 /* --- receipt.c -------------------------------------------------------------------- */
 
-enum receipt_event { RECEIPT_OPEN, RECEIPT_CLOSE, RECEIPT_DENY, RECEIPT_REPAIR };
+enum receipt_event { RECEIPT_OPEN, RECEIPT_CLOSE, RECEIPT_DENY, RECEIPT_REPAIR, RECEIPT_CHECKPOINT };
 
 struct receipt {
 	enum receipt_event event;
@@ -110,7 +110,9 @@ struct receipt {
 	int64_t bytes_up, bytes_down; /* -1: none */
 	int64_t duration_ms;          /* -1: none */
 	unsigned count;               /* > 1 only for collapsed denials */
-	const char *detail;           /* repair: what was repaired */
+	const char *detail;           /* repair: what was repaired; checkpoint: "shutdown" */
+	const char *head;             /* checkpoint: hash of the line before it */
+	const char *sig;              /* checkpoint: "ed25519:<hex>" */
 };
 
 /* Opens (creates 0600) the file, repairs a torn tail, closes opens left by a crash. */
@@ -120,6 +122,11 @@ int receipt_write(const struct receipt *r);
 void receipt_flush(void);
 /* Also send each receipt line to syslog(3) (LOG_INFO, facility daemon). */
 void receipt_syslog(bool on);
+/*
+ * signing-key: checkpoints, at most every second while records are written and at
+ * shutdown, sign the head of the chain with Ed25519. Call before receipt_open.
+ */
+int receipt_signing_key(const char *path);
 /* Reopens the path after rotation (SIGUSR1); the chain continues from memory. */
 int receipt_reopen(void);
 /* Rotates by itself past this many bytes (receipts-rotate); 0 turns it off. */

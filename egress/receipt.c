@@ -116,7 +116,14 @@ static const char *const receipt_events[] = {
 	[RECEIPT_CLOSE] = "close",
 	[RECEIPT_DENY] = "deny",
 	[RECEIPT_REPAIR] = "repair",
+	[RECEIPT_CHECKPOINT] = "checkpoint",
 };
+
+#define RECEIPT_CHECKPOINT_CONTEXT "egress-checkpoint-1"  /* signed with its NUL */
+static void *receipt_signer;             /* Ed25519 private key, or NULL */
+static uint64_t receipt_signed_seq;      /* seq of the last checkpoint */
+static struct event *receipt_ckpt_ev;
+static void receipt_checkpoint(const char *detail);
 
 uint64_t
 receipt_seq(void)
@@ -235,7 +242,71 @@ receipt_append(const char *line, size_t len)
 
 		event_add(receipt_sync_ev, &tv);
 	}
+	if (receipt_ckpt_ev != NULL && !event_pending(receipt_ckpt_ev, EV_TIMEOUT, NULL)) {
+		struct timeval tv = { 1, 0 };
+
+		event_add(receipt_ckpt_ev, &tv);
+	}
 	return 0;
+}
+
+static void
+receipt_ckpt_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	receipt_checkpoint(NULL);
+}
+
+int
+receipt_signing_key(const char *path)
+{
+	char err[512];
+
+	if ((receipt_signer = egress_ed25519_load(path, true, err, sizeof(err))) == NULL) {
+		fprintf(stderr, "egressd: signing-key %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * A checkpoint: its head is the hash of the line before it (its prev), and its sig the
+ * Ed25519 signature over "egress-checkpoint-1\0" + its seq in decimal + head, so that
+ * `egressctl receipts verify --pubkey` needs no secret.
+ */
+static void
+receipt_checkpoint(const char *detail)
+{
+	char head[EGRESS_DIGEST_STRLEN], msg[128], sig[8 + 2 * EGRESS_ED25519_SIGLEN + 1];
+	uint8_t raw[EGRESS_ED25519_SIGLEN];
+	size_t ctxlen = sizeof(RECEIPT_CHECKPOINT_CONTEXT);   /* with its NUL */
+	struct receipt r;
+	int n;
+
+	if (receipt_signer == NULL || receipt_fd == -1 || receipt_seq() == receipt_signed_seq)
+		return;
+	memcpy(head, receipt_prev, sizeof(head));
+	memcpy(msg, RECEIPT_CHECKPOINT_CONTEXT, ctxlen);
+	n = snprintf(msg + ctxlen, sizeof(msg) - ctxlen, "%llu%s",
+	    (unsigned long long)receipt_next_seq, head);
+	if (n < 0 || (size_t)n >= sizeof(msg) - ctxlen ||
+	    egress_ed25519_sign(receipt_signer, msg, ctxlen + (size_t)n, raw) == -1) {
+		log_error("event=checkpoint error=\"signing failed\"");
+		return;
+	}
+	memcpy(sig, "ed25519:", 8);
+	egress_hex(raw, sizeof(raw), sig + 8);
+	memset(&r, 0, sizeof(r));
+	r.event = RECEIPT_CHECKPOINT;
+	r.port = -1;
+	r.bytes_up = r.bytes_down = r.duration_ms = -1;
+	r.detail = detail;
+	r.head = head;
+	r.sig = sig;
+	if (receipt_write(&r) == 0)
+		receipt_signed_seq = receipt_seq();
 }
 
 int
@@ -275,12 +346,16 @@ receipt_write(const struct receipt *r)
 		rb_str(&b, "addr", r->addr);
 	if (r->sni)
 		rb_str(&b, "sni", r->sni);
-	if (r->event != RECEIPT_REPAIR)
+	if (r->event != RECEIPT_REPAIR && r->event != RECEIPT_CHECKPOINT)
 		rb_str(&b, "reason", egress_reason_name(r->reason));
 	if (r->close)
 		rb_str(&b, "close", r->close);
 	if (r->detail)
 		rb_str(&b, "detail", r->detail);
+	if (r->head)
+		rb_str(&b, "head", r->head);
+	if (r->sig)
+		rb_str(&b, "sig", r->sig);
 	if (r->bytes_up >= 0)
 		rb_printf(&b, ",\"bytes_up\":%lld", (long long)r->bytes_up);
 	if (r->bytes_down >= 0)
@@ -466,12 +541,21 @@ receipt_open(const char *path, const char *keyfile, struct event_base *base)
 	receipt_flush();
 	if (base != NULL && receipt_sync_ev == NULL)
 		receipt_sync_ev = evtimer_new(base, receipt_sync_cb, NULL);
+	if (base != NULL && receipt_signer != NULL && receipt_ckpt_ev == NULL)
+		receipt_ckpt_ev = evtimer_new(base, receipt_ckpt_cb, NULL);
 	return 0;
 }
 
 void
 receipt_close(void)
 {
+	receipt_checkpoint("shutdown");
+	if (receipt_ckpt_ev != NULL) {
+		event_free(receipt_ckpt_ev);
+		receipt_ckpt_ev = NULL;
+	}
+	egress_ed25519_free(receipt_signer);
+	receipt_signer = NULL;
 	receipt_flush();
 	if (receipt_sync_ev != NULL) {
 		event_free(receipt_sync_ev);
