@@ -33,6 +33,7 @@ enum conn_state {
 	CS_HTTP,
 	CS_SOCKS5,
 	CS_SOCKS4,
+	CS_NATIVE,
 	CS_RESOLVE,
 	CS_CONNECT,
 	CS_GUARD,                    /* tunnel up, client bytes held for the SNI guard */
@@ -46,6 +47,7 @@ enum conn_frontend {
 	FE_HTTP_FORWARD,
 	FE_SOCKS5,
 	FE_SOCKS4,
+	FE_NATIVE,
 };
 
 static const char *const frontend_names[] = {
@@ -54,6 +56,7 @@ static const char *const frontend_names[] = {
 	[FE_HTTP_FORWARD] = "http-forward",
 	[FE_SOCKS5] = "socks5",
 	[FE_SOCKS4] = "socks4",
+	[FE_NATIVE] = "native",
 };
 
 struct conn;
@@ -278,6 +281,9 @@ conn_deny_as(struct conn *c, enum egress_reason reason, const char *why, const u
 			socks_rep = egress_reason_socks4(reason);
 		if (socks_rep >= 0)
 			n = socks4_reply((uint8_t)socks_rep, out);
+		break;
+	case FE_NATIVE:
+		n = native_reply(reason, out);
 		break;
 	}
 	if (now && n > 0 && c->cbev != NULL) {
@@ -729,6 +735,12 @@ conn_start_relay(struct conn *c, int fd)
 		uint8_t out[8];
 
 		bufferevent_write(c->cbev, out, socks4_reply(90, out));
+		break;
+	}
+	case FE_NATIVE: {
+		uint8_t out[EGRESS_NATIVE_REPLY];
+
+		bufferevent_write(c->cbev, out, native_reply(EGRESS_ALLOWED, out));
 		break;
 	}
 	case FE_HTTP_FORWARD:
@@ -1341,6 +1353,31 @@ conn_socks4(struct conn *c, struct evbuffer *in)
 }
 
 static void
+conn_native(struct conn *c, struct evbuffer *in)
+{
+	size_t len = evbuffer_get_length(in), consumed = 0;
+	size_t want = len > EGRESS_NATIVE_HEAD + 255 ? EGRESS_NATIVE_HEAD + 255 : len;
+	uint8_t *data = evbuffer_pullup(in, (ev_ssize_t)want);
+	struct native_request req;
+	struct proto_error err;
+	enum proto_status st;
+
+	memset(&err, 0, sizeof(err));
+	st = native_parse(data, want, &consumed, &req, &err);
+	if (st == PROTO_NEED_MORE)
+		return;
+	if (st == PROTO_ERROR) {
+		conn_deny(c, err.reason, err.why, err.raw, err.raw_len, 0, -1);
+		return;
+	}
+	evbuffer_drain(in, consumed);
+	c->host = req.host;
+	c->port = req.port;
+	c->has_host = true;
+	conn_decide(c);
+}
+
+static void
 conn_client_read(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
@@ -1357,6 +1394,17 @@ conn_client_read(struct bufferevent *bev, void *arg)
 		} else if (first == 0x04) {
 			c->state = CS_SOCKS4;
 			c->fe = FE_SOCKS4;
+		} else if (first == 'E') {
+			/* "EGR1" is the native connector; anything else starting with E is HTTP. */
+			uint8_t magic[4];
+
+			if (evbuffer_copyout(in, magic, 4) < 4)
+				return;
+			if (memcmp(magic, EGRESS_NATIVE_MAGIC, 4) == 0) {
+				c->state = CS_NATIVE;
+				c->fe = FE_NATIVE;
+			} else
+				c->state = CS_HTTP;
 		} else
 			c->state = CS_HTTP;
 	}
@@ -1369,6 +1417,9 @@ conn_client_read(struct bufferevent *bev, void *arg)
 		break;
 	case CS_SOCKS4:
 		conn_socks4(c, in);
+		break;
+	case CS_NATIVE:
+		conn_native(c, in);
 		break;
 	default:
 		break;
@@ -1416,6 +1467,7 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 	case CS_HTTP:
 	case CS_SOCKS5:
 	case CS_SOCKS4:
+	case CS_NATIVE:
 		conn_deny(c, EGRESS_HANDSHAKE_TIMEOUT, "request not complete in time", NULL, 0,
 		    0, -1);
 		break;

@@ -153,4 +153,30 @@ enum proto_status socks4_parse(const uint8_t *buf, size_t len, size_t *consumed,
 /* The 8-byte reply, DSTPORT and DSTIP zero. */
 size_t socks4_reply(uint8_t cd, uint8_t out[8]);
 
+/* --- native.c ------------------------------------------------------------------------ */
+
+/*
+ * The native connector (docs/native.md): what egress-broker speaks for fd-4 clients.
+ *
+ *   request  "EGR1" | version u8 (1) | flags u8 (0) | port u16 | hostlen u8 | host
+ *   reply    "EGR1" | code i32          (0: allowed, then the stream is the tunnel;
+ *                                        else -(1000 + reason), libegress's codes)
+ *
+ * Integers are big-endian. It grants nothing the other frontends do not.
+ */
+#define EGRESS_NATIVE_MAGIC "EGR1"
+#define EGRESS_NATIVE_VERSION 1
+#define EGRESS_NATIVE_HEAD 9             /* magic, version, flags, port, hostlen */
+#define EGRESS_NATIVE_REPLY 8
+
+struct native_request {
+	struct host host;
+	uint16_t port;
+};
+
+enum proto_status native_parse(const uint8_t *buf, size_t len, size_t *consumed,
+    struct native_request *req, struct proto_error *err);
+/* The reply for a reason: 0 for allowed, -(1000 + reason) otherwise. */
+size_t native_reply(enum egress_reason reason, uint8_t out[EGRESS_NATIVE_REPLY]);
+
 #endif

@@ -103,9 +103,12 @@ rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 	return remove(path);
 }
 
-/* Stops the private egressd, ends the lease, removes the runtime folder. */
+/*
+ * Stops the private egressd (it writes the close receipts of what was still open, then
+ * exits) and ends the lease; the summary is read after this.
+ */
 static void
-cleanup(void)
+stop_egress(void)
 {
 	if (egressd_pid > 0) {
 		int status;
@@ -123,6 +126,13 @@ cleanup(void)
 		close(lease_fd);
 		lease_fd = -1;
 	}
+}
+
+/* Stops what runs and removes the runtime folder. */
+static void
+cleanup(void)
+{
+	stop_egress();
 	if (rtdir[0] != '\0') {
 		nftw(rtdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 		rtdir[0] = '\0';
@@ -782,6 +792,28 @@ human(unsigned long long n, char *out, size_t len)
 		snprintf(out, len, "%.1f MiB", (double)n / 1048576);
 }
 
+/* Opens of this run's principal without their close, in the receipts so far. */
+static long
+summary_open_tunnels(FILE *fp)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	long open = 0;
+
+	clearerr(fp);
+	fseeko(fp, receipts_start, SEEK_SET);
+	while (getline(&line, &cap, fp) > 0) {
+		if (strstr(line, principal) == NULL)
+			continue;
+		if (strstr(line, "\"event\":\"open\"") != NULL)
+			open++;
+		else if (strstr(line, "\"event\":\"close\"") != NULL)
+			open--;
+	}
+	free(line);
+	return open;
+}
+
 /* What this run reached and was refused, from its receipts. */
 static void
 summary(void)
@@ -799,6 +831,13 @@ summary(void)
 		free(d);
 		return;
 	}
+	/*
+	 * With a lease, the system egressd writes the closes after the lease ended, a moment
+	 * later: wait (a little) until every open of this run has its close.
+	 */
+	if (rtdir[0] == '\0')
+		for (int tries = 0; tries < 40 && summary_open_tunnels(fp) > 0; tries++)
+			usleep(50000);
 	fseeko(fp, receipts_start, SEEK_SET);
 	while (getline(&line, &cap, fp) > 0) {
 		json_t *o = json_loads(line, 0, NULL);
@@ -928,10 +967,11 @@ main(int argc, char **argv)
 	} else
 		start_private();
 	rc = run_sandbox();
-	if (!opt.quiet) {
-		/* egressd writes each receipt before it answers: they are all there now. */
+	/* The tunnels' close receipts are written once egressd sees them end: stop it (or end
+	 * the lease) first, then read. */
+	stop_egress();
+	if (!opt.quiet)
 		summary();
-	}
 	cleanup();
 	return rc;
 }

@@ -1,0 +1,71 @@
+/*
+ * native.c: the native connector's framing (EGR1), the frontend egress-broker speaks on
+ * behalf of fd-4 clients. A pure, bounded parser like the others: a fixed 9-byte head
+ * and a host of at most 255 bytes, which goes through host_parse like every host.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "proto.h"
+
+static enum proto_status
+native_fail(struct proto_error *err, enum egress_reason reason, const char *why,
+    const uint8_t *raw, size_t raw_len)
+{
+	err->reason = reason;
+	err->http_status = 0;
+	err->socks_rep = -1;
+	err->why = why;
+	err->raw = raw;
+	err->raw_len = raw_len;
+	return PROTO_ERROR;
+}
+
+enum proto_status
+native_parse(const uint8_t *buf, size_t len, size_t *consumed, struct native_request *req,
+    struct proto_error *err)
+{
+	size_t hostlen;
+	const char *why;
+
+	memset(req, 0, sizeof(*req));
+	*consumed = 0;
+	/* Refuse a wrong byte as soon as it is seen, not after a timeout. */
+	for (size_t i = 0; i < len && i < 4; i++)
+		if (buf[i] != (uint8_t)EGRESS_NATIVE_MAGIC[i])
+			return native_fail(err, EGRESS_MALFORMED_REQUEST, "not EGR1", NULL, 0);
+	if (len >= 5 && buf[4] != EGRESS_NATIVE_VERSION)
+		return native_fail(err, EGRESS_MALFORMED_REQUEST, "unknown EGR1 version", NULL,
+		    0);
+	if (len >= 6 && buf[5] != 0)
+		return native_fail(err, EGRESS_MALFORMED_REQUEST, "unknown EGR1 flags", NULL, 0);
+	if (len < EGRESS_NATIVE_HEAD)
+		return PROTO_NEED_MORE;
+	req->port = (uint16_t)(buf[6] << 8 | buf[7]);
+	hostlen = buf[8];
+	if (req->port == 0)
+		return native_fail(err, EGRESS_MALFORMED_REQUEST, "port 0", NULL, 0);
+	if (hostlen == 0)
+		return native_fail(err, EGRESS_MALFORMED_REQUEST, "empty host", NULL, 0);
+	if (len < EGRESS_NATIVE_HEAD + hostlen)
+		return PROTO_NEED_MORE;
+	if (host_parse((const char *)buf + EGRESS_NATIVE_HEAD, hostlen, &req->host, &why) == -1)
+		return native_fail(err, EGRESS_BAD_HOST, why, buf + EGRESS_NATIVE_HEAD, hostlen);
+	*consumed = EGRESS_NATIVE_HEAD + hostlen;
+	return PROTO_OK;
+}
+
+size_t
+native_reply(enum egress_reason reason, uint8_t out[EGRESS_NATIVE_REPLY])
+{
+	int32_t code = reason == EGRESS_ALLOWED ? 0 : -(1000 + (int32_t)reason);
+	uint32_t u = (uint32_t)code;
+
+	memcpy(out, EGRESS_NATIVE_MAGIC, 4);
+	out[4] = (uint8_t)(u >> 24);
+	out[5] = (uint8_t)(u >> 16);
+	out[6] = (uint8_t)(u >> 8);
+	out[7] = (uint8_t)u;
+	return EGRESS_NATIVE_REPLY;
+}

@@ -1,0 +1,37 @@
+/*
+ * fuzz_native.c: libFuzzer target for the EGR1 native framing. Beyond not crashing:
+ * consumed never exceeds the input, an accepted host re-parses to itself, every prefix
+ * of an accepted request asks for more, and a refusal always has a reason.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct native_request req, again;
+	struct proto_error err;
+	size_t consumed = 0, c2;
+	enum proto_status st = native_parse(data, size, &consumed, &req, &err);
+	const char *why;
+
+	if (st == PROTO_ERROR && (err.why == NULL || err.reason == EGRESS_ALLOWED))
+		abort();
+	if (st != PROTO_OK)
+		return 0;
+	if (consumed > size || consumed < EGRESS_NATIVE_HEAD || req.port == 0)
+		abort();
+	if (host_parse(req.host.name, strlen(req.host.name), &again.host, &why) == -1 ||
+	    strcmp(again.host.name, req.host.name) != 0)
+		abort();
+	for (size_t cut = 0; cut < consumed; cut += 1 + cut / 8)
+		if (native_parse(data, cut, &c2, &again, &err) != PROTO_NEED_MORE)
+			abort();
+	return 0;
+}

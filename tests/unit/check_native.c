@@ -1,0 +1,189 @@
+/*
+ * check_native.c: the EGR1 native connector framing. Every accepted request whole, split
+ * at every byte (a prefix is NEED_MORE, never an answer) and followed by payload; every
+ * refusal with its reason, as soon as the offending byte is there.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto.h"
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+static size_t
+frame(uint8_t *out, uint8_t version, uint8_t flags, uint16_t port, const char *host,
+    size_t hostlen)
+{
+	memcpy(out, "EGR1", 4);
+	out[4] = version;
+	out[5] = flags;
+	out[6] = (uint8_t)(port >> 8);
+	out[7] = (uint8_t)port;
+	out[8] = (uint8_t)hostlen;
+	memcpy(out + 9, host, hostlen);
+	return 9 + hostlen;
+}
+
+static const struct {
+	const char *host;
+	uint16_t port;
+	const char *canonical;
+	enum host_kind kind;
+} good[] = {
+	{ "api.github.com", 443, "api.github.com", HOST_NAME },
+	{ "API.GitHub.COM.", 443, "api.github.com", HOST_NAME },
+	{ "a", 1, "a", HOST_NAME },
+	{ "140.82.112.4", 22, "140.82.112.4", HOST_IPV4 },
+	{ "2606:4700:4700:0:0:0:0:1111", 853, "2606:4700:4700::1111", HOST_IPV6 },
+	{ "[::1]", 65535, "::1", HOST_IPV6 },
+	{ "xn--bcher-kva.example", 80, "xn--bcher-kva.example", HOST_NAME },
+};
+
+START_TEST(test_good)
+{
+	uint8_t buf[512];
+	size_t len = frame(buf, 1, 0, good[_i].port, good[_i].host, strlen(good[_i].host));
+	struct native_request req;
+	struct proto_error err;
+	size_t consumed;
+
+	for (size_t cut = 0; cut < len; cut++)
+		ck_assert_msg(native_parse(buf, cut, &consumed, &req, &err) == PROTO_NEED_MORE,
+		    "%s: prefix of %zu bytes did not ask for more", good[_i].host, cut);
+	memcpy(buf + len, "\x16\x03\x01payload", 10);
+	ck_assert_int_eq(native_parse(buf, len + 10, &consumed, &req, &err), PROTO_OK);
+	ck_assert_uint_eq(consumed, len);
+	ck_assert_str_eq(req.host.name, good[_i].canonical);
+	ck_assert_int_eq(req.host.kind, good[_i].kind);
+	ck_assert_uint_eq(req.port, good[_i].port);
+}
+END_TEST
+
+static const struct {
+	const char *what;
+	uint8_t version, flags;
+	uint16_t port;
+	const char *host;
+	size_t hostlen;
+	const char *magic;           /* replaces "EGR1" when set */
+	enum egress_reason reason;
+	size_t decided_at;           /* the refusal is known with this many bytes */
+} bad[] = {
+	{ "wrong magic", 1, 0, 443, "a.test", 6, "EGR2", EGRESS_MALFORMED_REQUEST, 4 },
+	{ "HTTP", 1, 0, 443, "a.test", 6, "GET ", EGRESS_MALFORMED_REQUEST, 1 },
+	{ "version 0", 0, 0, 443, "a.test", 6, NULL, EGRESS_MALFORMED_REQUEST, 5 },
+	{ "version 2", 2, 0, 443, "a.test", 6, NULL, EGRESS_MALFORMED_REQUEST, 5 },
+	{ "flags set", 1, 1, 443, "a.test", 6, NULL, EGRESS_MALFORMED_REQUEST, 6 },
+	{ "port 0", 1, 0, 0, "a.test", 6, NULL, EGRESS_MALFORMED_REQUEST, 9 },
+	{ "empty host", 1, 0, 443, "", 0, NULL, EGRESS_MALFORMED_REQUEST, 9 },
+	{ "numeric trick", 1, 0, 443, "2130706433", 10, NULL, EGRESS_BAD_HOST, 19 },
+	{ "octal", 1, 0, 443, "0177.0.0.1", 10, NULL, EGRESS_BAD_HOST, 19 },
+	{ "NUL in host", 1, 0, 443, "evil.com\0.ok.test", 17, NULL, EGRESS_BAD_HOST, 26 },
+	{ "zone id", 1, 0, 443, "fe80::1%eth0", 12, NULL, EGRESS_BAD_HOST, 21 },
+	{ "underscore", 1, 0, 443, "a_b.test", 8, NULL, EGRESS_BAD_HOST, 17 },
+	{ "non-ASCII", 1, 0, 443, "b\xc3\xbc" "cher.test", 11, NULL, EGRESS_BAD_HOST, 20 },
+};
+
+START_TEST(test_bad)
+{
+	uint8_t buf[512];
+	size_t len = frame(buf, bad[_i].version, bad[_i].flags, bad[_i].port, bad[_i].host,
+	    bad[_i].hostlen);
+	struct native_request req;
+	struct proto_error err;
+	size_t consumed;
+
+	if (bad[_i].magic)
+		memcpy(buf, bad[_i].magic, 4);
+	for (size_t cut = 0; cut < bad[_i].decided_at; cut++)
+		ck_assert_msg(native_parse(buf, cut, &consumed, &req, &err) == PROTO_NEED_MORE,
+		    "%s: %zu bytes did not ask for more", bad[_i].what, cut);
+	memset(&err, 0, sizeof(err));
+	ck_assert_msg(native_parse(buf, bad[_i].decided_at, &consumed, &req, &err) ==
+	    PROTO_ERROR, "%s: not refused at %zu bytes", bad[_i].what, bad[_i].decided_at);
+	ck_assert_int_eq(err.reason, bad[_i].reason);
+	ck_assert_ptr_nonnull(err.why);
+	ck_assert_int_eq(native_parse(buf, len, &consumed, &req, &err), PROTO_ERROR);
+	if (bad[_i].reason == EGRESS_BAD_HOST) {
+		ck_assert_uint_eq(err.raw_len, bad[_i].hostlen);
+		ck_assert(memcmp(err.raw, bad[_i].host, bad[_i].hostlen) == 0);
+	}
+}
+END_TEST
+
+START_TEST(test_longest_host)
+{
+	uint8_t buf[512];
+	char host[255];
+	struct native_request req;
+	struct proto_error err;
+	size_t consumed, len;
+
+	/* 255 octets cannot be a name (253 at most): refused as bad-host, not overread. */
+	memset(host, 'a', sizeof(host));
+	for (size_t i = 63; i < sizeof(host); i += 64)
+		host[i] = '.';
+	len = frame(buf, 1, 0, 443, host, sizeof(host));
+	ck_assert_int_eq(native_parse(buf, len, &consumed, &req, &err), PROTO_ERROR);
+	ck_assert_int_eq(err.reason, EGRESS_BAD_HOST);
+	/* 253 octets is a name. */
+	len = frame(buf, 1, 0, 443, host, 253);
+	buf[9 + 252] = 'a';
+	ck_assert_int_eq(native_parse(buf, len, &consumed, &req, &err), PROTO_OK);
+	ck_assert_uint_eq(strlen(req.host.name), 253);
+}
+END_TEST
+
+static const struct {
+	enum egress_reason reason;
+	int32_t code;
+} replies[] = {
+	{ EGRESS_ALLOWED, 0 },
+	{ EGRESS_NOT_ALLOWLISTED, -1001 },
+	{ EGRESS_DENIED_BY_RULE, -1002 },
+	{ EGRESS_PRIVATE_ADDRESS, -1005 },
+	{ EGRESS_CONNECT_REFUSED, -1008 },
+	{ EGRESS_SHUTDOWN, -1022 },
+};
+
+START_TEST(test_reply)
+{
+	uint8_t out[EGRESS_NATIVE_REPLY];
+	uint32_t u;
+
+	ck_assert_uint_eq(native_reply(replies[_i].reason, out), 8);
+	ck_assert(memcmp(out, "EGR1", 4) == 0);
+	u = (uint32_t)out[4] << 24 | (uint32_t)out[5] << 16 | (uint32_t)out[6] << 8 | out[7];
+	ck_assert_int_eq((int32_t)u, replies[_i].code);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("native");
+	TCase *tc;
+	SRunner *sr;
+	int failed;
+
+	tc = tcase_create("accepted, split at every byte, followed by payload");
+	tcase_add_loop_test(tc, test_good, 0, (int)NELEM(good));
+	suite_add_tcase(s, tc);
+	tc = tcase_create("refused with its reason as soon as it is known");
+	tcase_add_loop_test(tc, test_bad, 0, (int)NELEM(bad));
+	suite_add_tcase(s, tc);
+	tc = tcase_create("host length bounds");
+	tcase_add_test(tc, test_longest_host);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("replies carry libegress's codes");
+	tcase_add_loop_test(tc, test_reply, 0, (int)NELEM(replies));
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
