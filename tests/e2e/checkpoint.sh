@@ -25,14 +25,15 @@ for i in 4 5; do py tunnel connect "$S" "no$i.example.org" 443 >/dev/null; done
 egressd_stop
 expect_eq "egressd exits 0" 0 "$EGRESSD_RC"
 
-expect_eq "a periodic and a shutdown checkpoint were written" "2 1" \
-    "$(grep -c '"event":"checkpoint"' "$RCPT") $(grep -c '"detail":"shutdown"' "$RCPT")"
+ck=$(grep -c '"event":"checkpoint"' "$RCPT")
+expect_eq "periodic checkpoints and one shutdown checkpoint were written" "1 1" \
+    "$([ "$ck" -ge 2 ] && echo 1) $(grep -c '"detail":"shutdown"' "$RCPT")"
 expect_eq "the shutdown checkpoint is the last record" checkpoint \
     "$(tail -n 1 "$RCPT" | py_field event)"
 out=$("$EGRESSCTL" receipts verify --file "$RCPT" --pubkey sign.pub)
 expect_eq "verify --pubkey (no secret): exit 0" 0 "$?"
 expect_match "verify --pubkey: the shutdown checkpoint covers everything" \
-    "^2 checkpoints signed, the last at seq [0-9]+ \(egressd's shutdown\); 0 records after it" "$out"
+    "^$ck checkpoints signed, the last at seq [0-9]+ \(egressd's shutdown\); 0 records after it" "$out"
 out=$("$EGRESSCTL" receipts verify --file "$RCPT" --pubkey sign.pub --key "$KEY")
 expect_eq "verify --pubkey --key: exit 0" 0 "$?"
 
