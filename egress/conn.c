@@ -1327,6 +1327,18 @@ conn_socks5(struct conn *c, struct evbuffer *in)
 	}
 }
 
+/* A frontend parsed a complete request of consumed bytes: on to the decision. */
+static void
+conn_requested(struct conn *c, struct evbuffer *in, size_t consumed, const struct host *h,
+    uint16_t port)
+{
+	evbuffer_drain(in, consumed);
+	c->host = *h;
+	c->port = port;
+	c->has_host = true;
+	conn_decide(c);
+}
+
 static void
 conn_socks4(struct conn *c, struct evbuffer *in)
 {
@@ -1345,11 +1357,7 @@ conn_socks4(struct conn *c, struct evbuffer *in)
 		conn_deny(c, err.reason, err.why, err.raw, err.raw_len, 0, err.socks_rep);
 		return;
 	}
-	evbuffer_drain(in, consumed);
-	c->host = req.host;
-	c->port = req.port;
-	c->has_host = true;
-	conn_decide(c);
+	conn_requested(c, in, consumed, &req.host, req.port);
 }
 
 static void
@@ -1370,11 +1378,7 @@ conn_native(struct conn *c, struct evbuffer *in)
 		conn_deny(c, err.reason, err.why, err.raw, err.raw_len, 0, -1);
 		return;
 	}
-	evbuffer_drain(in, consumed);
-	c->host = req.host;
-	c->port = req.port;
-	c->has_host = true;
-	conn_decide(c);
+	conn_requested(c, in, consumed, &req.host, req.port);
 }
 
 static void
