@@ -68,7 +68,8 @@ static char sock[PATH_MAX];
 static char devino[64];
 static char receipts[PATH_MAX];
 static off_t receipts_start;
-static pid_t egressd_pid = -1, bwrap_pid = -1;
+static pid_t egressd_pid = -1, bwrap_pid = -1, broker_pid = -1;
+static int fd4_chan = -1;             /* the sandbox's end of the broker's channel */
 static int lease_fd = -1;
 static volatile sig_atomic_t pending_signal;
 
@@ -125,6 +126,17 @@ stop_egress(void)
 	if (lease_fd != -1) {
 		close(lease_fd);
 		lease_fd = -1;
+	}
+	if (broker_pid > 0) {
+		int status;
+
+		kill(broker_pid, SIGTERM);
+		waitpid(broker_pid, &status, 0);
+		broker_pid = -1;
+	}
+	if (fd4_chan != -1) {
+		close(fd4_chan);
+		fd4_chan = -1;
 	}
 }
 
@@ -326,6 +338,48 @@ default_receipts(void)
 	if ((size_t)snprintf(receipts, sizeof(receipts), "%s/receipts.jsonl", dir) >=
 	    sizeof(receipts))
 		setup_failed("receipts path too long");
+}
+
+/* A descriptor moved to 10 or above, so that placing fd 4 never overwrites it. */
+static int
+high_fd(int fd)
+{
+	int hi = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+
+	if (hi == -1)
+		setup_failed("fcntl: %s", strerror(errno));
+	close(fd);
+	return hi;
+}
+
+/*
+ * fd 4: a connected AF_UNIX datagram socketpair; egress-broker holds one end on the host
+ * and answers each request with a stream from egressd's native connector; the sandbox
+ * gets the other end as descriptor 4.
+ */
+static void
+start_broker(void)
+{
+	char broker[PATH_MAX + 16], chan[16];
+	int bp[2];
+
+	need_program("egress-broker", broker, sizeof(broker));
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, bp) == -1)
+		setup_failed("socketpair: %s", strerror(errno));
+	bp[0] = high_fd(bp[0]);
+	bp[1] = high_fd(bp[1]);
+	if ((broker_pid = fork()) == -1)
+		setup_failed("fork: %s", strerror(errno));
+	if (broker_pid == 0) {
+		if (fcntl(bp[0], F_SETFD, 0) == -1)
+			_exit(RUN_EXIT_SETUP);
+		snprintf(chan, sizeof(chan), "%d", bp[0]);
+		execl(broker, "egress-broker", "--channel", chan, "--egress", sock, "--expect",
+		    devino, (char *)NULL);
+		_exit(RUN_EXIT_SETUP);
+	}
+	close(bp[0]);
+	fd4_chan = bp[1];
 }
 
 /* A private egressd for this run, in a 0700 runtime folder, stopped at the end. */
@@ -663,11 +717,13 @@ run_sandbox(void)
 	}
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == -1)
 		setup_failed("socketpair: %s", strerror(errno));
+	sp[1] = high_fd(sp[1]);
 	snprintf(statusfd, sizeof(statusfd), "%d", sp[1]);
 	/* egress-launch says on this pipe that the sandbox is set up and the command is about
 	 * to run: without it, a failure is the sandbox's (125), not the command's. */
 	if (pipe2(lp, O_CLOEXEC) == -1)
 		setup_failed("pipe: %s", strerror(errno));
+	lp[1] = high_fd(lp[1]);
 	snprintf(launchfd, sizeof(launchfd), "%d", lp[1]);
 	argv[n++] = "--json-status-fd";
 	argv[n++] = statusfd;
@@ -702,6 +758,9 @@ run_sandbox(void)
 			_exit(RUN_EXIT_SETUP);
 		if (fcntl(sp[1], F_SETFD, 0) == -1 || fcntl(lp[1], F_SETFD, 0) == -1)
 			_exit(RUN_EXIT_SETUP);
+		/* The broker's channel becomes descriptor 4 (dup2 leaves it inherited). */
+		if (fd4_chan != -1 && dup2(fd4_chan, 4) != 4)
+			_exit(RUN_EXIT_SETUP);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
@@ -711,6 +770,10 @@ run_sandbox(void)
 	}
 	close(sp[1]);
 	close(lp[1]);
+	if (fd4_chan != -1) {
+		close(fd4_chan);        /* the sandbox holds it now */
+		fd4_chan = -1;
+	}
 	js = fdopen(sp[0], "r");
 	for (;;) {
 		char line[1024];
@@ -923,6 +986,7 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	int ch, rc;
+	bool lease;
 
 	while ((ch = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (ch) {
@@ -957,8 +1021,20 @@ main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	find_bindir();
-	if (opt.policy != NULL && strchr(opt.policy, '/') == NULL && opt.allow.n == 0 &&
-	    access(opt.policy, F_OK) != 0) {
+	lease = opt.policy != NULL && strchr(opt.policy, '/') == NULL && opt.allow.n == 0 &&
+	    access(opt.policy, F_OK) != 0;
+	{
+		/* Everything the run needs is checked before anything starts. */
+		char path[PATH_MAX + 16];
+
+		if (!lease)
+			need_program("egressd", path, sizeof(path));
+		need_program("egress-launch", path, sizeof(path));
+		need_program("egress-relay", path, sizeof(path));
+		if (!opt.no_fd4)
+			need_program("egress-broker", path, sizeof(path));
+	}
+	if (lease) {
 		/* A name: a lease from the system egressd, never a silent fallback. */
 		if (opt.resolvers.n || opt.hosts || opt.permits.n)
 			usage("--resolver, --hosts and --permit-range configure only a private "
@@ -966,6 +1042,8 @@ main(int argc, char **argv)
 		take_lease();
 	} else
 		start_private();
+	if (!opt.no_fd4)
+		start_broker();
 	rc = run_sandbox();
 	/* The tunnels' close receipts are written once egressd sees them end: stop it (or end
 	 * the lease) first, then read. */

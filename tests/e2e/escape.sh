@@ -14,7 +14,7 @@
 # Also: every capability set is empty, NoNewPrivs 1, Seccomp 2 (the relay too runs under a
 # filter, with NoNewPrivs); the environment holds only what the SPEC lists (and PWD, which
 # bwrap sets to the current directory) and no secret of egress-run's caller (nor does any
-# argv in the sandbox); only descriptors 0, 1, 2 reach the workload, also when egress-run's
+# argv in the sandbox); only descriptors 0, 1, 2 and 4 reach the workload, also when egress-run's
 # caller leaks more (a directory at 5, 9, 1023, 1024, 1500), and such a directory does not
 # open the host's files to the workload.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/e2e/sandbox-lib.sh"
@@ -146,7 +146,7 @@ for v in PATH HOME TERM LANG; do
 done
 want="$want HTTP_PROXY HTTPS_PROXY http_proxy https_proxy ALL_PROXY all_proxy NO_PROXY no_proxy"
 want="$want npm_config_proxy npm_config_https_proxy NODE_USE_ENV_PROXY JAVA_TOOL_OPTIONS"
-want="$want EGRESS_RELAY GIT_SSH_COMMAND"
+want="$want EGRESS_RELAY GIT_SSH_COMMAND EGRESS_FD"
 # shellcheck disable=SC2086
 want=$(printf '%s\n' $want | sort | tr '\n' ' ')
 expect_eq "the environment holds exactly PATH HOME TERM LANG and the proxy variables" "$want" "$names"
@@ -162,7 +162,7 @@ expect_match "JAVA_TOOL_OPTIONS sets the proxy properties" \
     "-Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=3128" "$(envval JAVA_TOOL_OPTIONS)"
 expect_match "GIT_SSH_COMMAND uses egress-connect" "ProxyCommand=.?egress-connect %h %p" \
     "$(envval GIT_SSH_COMMAND)"
-expect_eq "no EGRESS_FD (descriptor 4 is not passed)" "" "$(envval EGRESS_FD)"
+expect_eq "EGRESS_FD names descriptor 4, the broker's channel" "4" "$(envval EGRESS_FD)"
 case $out in
 *"$SECRET"*) not_ok "no secret of egress-run's caller in the environment" ;;
 *) ok "no secret of egress-run's caller in the environment" ;;
@@ -184,7 +184,8 @@ fdset() {
 }
 # shellcheck disable=SC2086
 erun $A -- ls -l /proc/self/fd
-expect_eq "only descriptors 0, 1, 2 reach the workload" "0 1 2 " "$(fdset "$out")"
+expect_eq "only descriptors 0, 1, 2 and 4 (the broker's channel) reach the workload" "0 1 2 4 " \
+    "$(fdset "$out")"
 mkdir outside
 echo "$SECRET" > outside/secret.txt
 # egress-run's caller leaks a directory of the host at 5, 9, 1023, 1024 and 1500.
@@ -193,7 +194,7 @@ echo "$SECRET" > outside/secret.txt
 	cd "$BOX" && sh_py leakfds --dir "$WORK/outside" --fd 5 --fd 9 --fd 1023 --fd 1024 --fd 1500 \
 	    -- "$ERUN" $A -- ls -l /proc/self/fd </dev/null >"$WORK/leak.out" 2>"$WORK/leak.err"
 )
-expect_eq "descriptors leaked by egress-run's caller (5 9 1023 1024 1500) stay out" "0 1 2 " \
+expect_eq "descriptors leaked by egress-run's caller (5 9 1023 1024 1500) stay out" "0 1 2 4 " \
     "$(fdset "$(cat leak.out)")"
 # shellcheck disable=SC2016
 (

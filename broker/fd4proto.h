@@ -1,0 +1,37 @@
+/*
+ * fd4proto.h: the request datagram of the fd-4 channel (SPEC "Sandbox path", fd 4),
+ * "EGF1" | id u32 | timeout_ms u32 | port u16 | len u8 | host, as egress-broker checks it.
+ * Pure: looks at len bytes, never allocates.
+ */
+#ifndef EGRESS_FD4PROTO_H
+#define EGRESS_FD4PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "egress.h"
+
+struct fd4_request {
+	uint32_t id;                 /* set whenever at least 8 bytes with the magic came */
+	int has_id;
+	uint32_t timeout_ms;         /* as sent; fd4_timeout_ms() applies default and cap */
+	uint16_t port;               /* 1..65535 */
+	uint8_t hostlen;             /* 1..255 */
+	char host[EGRESS_FD4_HOST_MAX + 1];   /* NUL-terminated, no NUL inside */
+};
+
+#define FD4_TIMEOUT_DEFAULT_MS 30000
+#define FD4_TIMEOUT_MAX_MS 120000
+
+/*
+ * Returns 0 (out filled) or the reason (enum egress_reason, EGRESS_MALFORMED_REQUEST):
+ * short, longer than EGRESS_FD4_REQUEST_MAX, wrong magic, port 0, length byte 0 or not
+ * matching the datagram's size, a NUL in the host.
+ */
+int fd4_parse_request(const uint8_t *buf, size_t len, struct fd4_request *out);
+/* 0 means the default; anything over the cap is capped. */
+int fd4_timeout_ms(uint32_t requested);
+/* The 12-byte reply datagram. */
+void fd4_reply(uint32_t id, int32_t code, uint8_t out[EGRESS_FD4_REPLY]);
+
+#endif

@@ -1,0 +1,86 @@
+/*
+ * nativecli.c: one EGR1 exchange (docs/native.md). Trusts egressd's reply only as far as
+ * its framing: a code outside the reasons table is treated as shutdown.
+ */
+#include "config.h"
+
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "egress.h"
+#include "nativecli.h"
+
+static int64_t
+nativecli_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int
+nativecli_handshake(int fd, const char *host, uint16_t port, int timeout_ms)
+{
+	uint8_t req[9 + EGRESS_FD4_HOST_MAX], rep[8];
+	size_t hostlen = strlen(host), off = 0, got = 0;
+	int64_t deadline = nativecli_now_ms() + timeout_ms;
+	struct pollfd pfd;
+	ssize_t n;
+	int left;
+	uint32_t c;
+	int32_t code;
+
+	if (hostlen == 0 || hostlen > EGRESS_FD4_HOST_MAX || port == 0)
+		return EGRESS_ERR_MALFORMED_REQUEST;
+	memcpy(req, "EGR1", 4);
+	req[4] = 1;
+	req[5] = 0;
+	req[6] = (uint8_t)(port >> 8);
+	req[7] = (uint8_t)port;
+	req[8] = (uint8_t)hostlen;
+	memcpy(req + 9, host, hostlen);
+	/* bound: 9 + 255 bytes, and every wait below ends at the deadline */
+	while (off < 9 + hostlen || got < sizeof(rep)) {
+		left = (int)(deadline - nativecli_now_ms());
+		if (left <= 0)
+			return EGRESS_ERR_HANDSHAKE_TIMEOUT;
+		pfd.fd = fd;
+		pfd.events = off < 9 + hostlen ? POLLOUT : POLLIN;
+		pfd.revents = 0;
+		n = poll(&pfd, 1, left);
+		if (n == -1 && errno != EINTR)
+			return EGRESS_ERR_SHUTDOWN;
+		if (n <= 0)
+			continue;
+		if (off < 9 + hostlen) {
+			n = send(fd, req + off, 9 + hostlen - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (n == -1 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+				continue;
+			if (n <= 0)
+				return EGRESS_ERR_SHUTDOWN;
+			off += (size_t)n;
+			continue;
+		}
+		n = recv(fd, rep + got, sizeof(rep) - got, MSG_DONTWAIT);
+		if (n == -1 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+			continue;
+		if (n <= 0)
+			return EGRESS_ERR_SHUTDOWN;
+		got += (size_t)n;
+	}
+	if (memcmp(rep, "EGR1", 4) != 0)
+		return EGRESS_ERR_SHUTDOWN;
+	c = (uint32_t)rep[4] << 24 | (uint32_t)rep[5] << 16 | (uint32_t)rep[6] << 8 | rep[7];
+	code = (int32_t)c;
+	if (code == 0)
+		return 0;
+	if (code > EGRESS_ERR_NOT_ALLOWLISTED || code < EGRESS_ERR_SHUTDOWN)
+		return EGRESS_ERR_SHUTDOWN;
+	return code;
+}
