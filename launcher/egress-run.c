@@ -108,6 +108,8 @@ rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
  * Stops the private egressd (it writes the close receipts of what was still open, then
  * exits) and ends the lease; the summary is read after this.
  */
+static long summary_open_tunnels(FILE *fp);
+
 static void
 stop_egress(void)
 {
@@ -124,6 +126,18 @@ stop_egress(void)
 		egressd_pid = -1;
 	}
 	if (lease_fd != -1) {
+		/*
+		 * The sandbox is gone, so egressd is about to see its tunnels end: give it a
+		 * moment to write their closes before the lease ends (which would close what
+		 * is left as shutdown).
+		 */
+		FILE *fp = receipts[0] ? fopen(receipts, "re") : NULL;
+
+		for (int tries = 0; fp != NULL && tries < 40 &&
+		    summary_open_tunnels(fp) > 0; tries++)
+			usleep(50000);
+		if (fp != NULL)
+			fclose(fp);
 		close(lease_fd);
 		lease_fd = -1;
 	}
@@ -894,13 +908,6 @@ summary(void)
 		free(d);
 		return;
 	}
-	/*
-	 * With a lease, the system egressd writes the closes after the lease ended, a moment
-	 * later: wait (a little) until every open of this run has its close.
-	 */
-	if (rtdir[0] == '\0')
-		for (int tries = 0; tries < 40 && summary_open_tunnels(fp) > 0; tries++)
-			usleep(50000);
 	fseeko(fp, receipts_start, SEEK_SET);
 	while (getline(&line, &cap, fp) > 0) {
 		json_t *o = json_loads(line, 0, NULL);
