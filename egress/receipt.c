@@ -220,7 +220,7 @@ receipt_flush(void)
 }
 
 static int
-receipt_append(const char *line, size_t len)
+receipt_append(const char *line, size_t len, bool arm_checkpoint)
 {
 	size_t off = 0;
 
@@ -242,7 +242,8 @@ receipt_append(const char *line, size_t len)
 
 		event_add(receipt_sync_ev, &tv);
 	}
-	if (receipt_ckpt_ev != NULL && !event_pending(receipt_ckpt_ev, EV_TIMEOUT, NULL)) {
+	if (arm_checkpoint && receipt_ckpt_ev != NULL &&
+	    !event_pending(receipt_ckpt_ev, EV_TIMEOUT, NULL)) {
 		struct timeval tv = { 1, 0 };
 
 		event_add(receipt_ckpt_ev, &tv);
@@ -285,7 +286,13 @@ receipt_checkpoint(const char *detail)
 	struct receipt r;
 	int n;
 
-	if (receipt_signer == NULL || receipt_fd == -1 || receipt_seq() == receipt_signed_seq)
+	/*
+	 * A periodic checkpoint only when something was written since the last one; the
+	 * shutdown checkpoint always, so that a file that ends in anything else has lost its
+	 * tail, whatever the timing of the last periodic one.
+	 */
+	if (receipt_signer == NULL || receipt_fd == -1 ||
+	    (detail == NULL && receipt_seq() == receipt_signed_seq))
 		return;
 	memcpy(head, receipt_prev, sizeof(head));
 	memcpy(msg, RECEIPT_CHECKPOINT_CONTEXT, ctxlen);
@@ -385,7 +392,7 @@ receipt_write(const struct receipt *r)
 	/* The chain covers the line without its newline. */
 	egress_sha256(b.s, b.len, md);
 	b.s[b.len++] = '\n';
-	if (receipt_append(b.s, b.len) == -1) {
+	if (receipt_append(b.s, b.len, r->event != RECEIPT_CHECKPOINT) == -1) {
 		b.len--;
 		return -1;
 	}
@@ -501,7 +508,7 @@ receipt_open(const char *path, const char *keyfile, struct event_base *base)
 		char detail[64];
 
 		/* End the torn line so that the repair record stands on its own line. */
-		if (receipt_append("\n", 1) == -1)
+		if (receipt_append("\n", 1, false) == -1)
 			return -1;
 		memset(&r, 0, sizeof(r));
 		r.event = RECEIPT_REPAIR;
