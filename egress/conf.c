@@ -497,7 +497,7 @@ conf_free(struct conf *c)
 }
 
 /* True when path names an entry directly inside dir. */
-static bool
+bool
 conf_inside(const char *dir, const char *path)
 {
 	size_t n = strlen(dir);

@@ -444,7 +444,7 @@ control_shutdown(void)
 	ctl_ev = NULL;
 	if (ctl_fd != -1) {
 		close(ctl_fd);
-		unlink(ctl_path);
+		(void)priv_unlink(ctl_path, 0, 0);
 	}
 	ctl_fd = -1;
 	free(ctl_path);
@@ -454,7 +454,7 @@ control_shutdown(void)
 	lease_ev = NULL;
 	if (lease_fd != -1) {
 		close(lease_fd);
-		unlink(lease_path);
+		(void)priv_unlink(lease_path, 0, 0);
 	}
 	lease_fd = -1;
 	free(lease_path);

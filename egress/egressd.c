@@ -386,7 +386,10 @@ main(int argc, char **argv)
 		}
 		p->from_conf = true;
 	}
-	if (conf_current->user != NULL && egressd_drop_privileges(conf_current->user) == -1)
+	/* With `user`, a helper keeps root for socket ownership and receipt files (priv.c). */
+	if (conf_current->user != NULL &&
+	    (priv_start(conf_current->runtime_dir, conf_current->receipts) == -1 ||
+	    egressd_drop_privileges(conf_current->user) == -1))
 		return 1;
 	ev_term = evsignal_new(egressd_base, SIGTERM, term_cb, NULL);
 	ev_int = evsignal_new(egressd_base, SIGINT, term_cb, NULL);
@@ -409,6 +412,7 @@ main(int argc, char **argv)
 	metrics_shutdown();
 	dns_shutdown();
 	receipt_close();
+	priv_stop();
 	event_free(ev_term);
 	event_free(ev_int);
 	event_free(ev_hup);

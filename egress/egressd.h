@@ -88,6 +88,8 @@ struct conf *conf_load(const char *file);
 void conf_free(struct conf *c);
 /* Valid principal name: 1..EGRESSD_NAME_MAX of [A-Za-z0-9._-], not starting with '.'. */
 bool conf_valid_name(const char *name);
+/* True when path names an entry directly inside dir (one component, not . or ..). */
+bool conf_inside(const char *dir, const char *path);
 
 /* --- receipt.c -------------------------------------------------------------------- */
 
@@ -280,5 +282,19 @@ struct policy *egressd_load_policy(const char *file, char *err, size_t errlen);
 void egressd_new_id(char out[24]);
 /* CLOCK_MONOTONIC in milliseconds: every deadline is measured with it. */
 int64_t egressd_now_ms(void);
+
+/* priv.c: what needs root once egressd runs as `user` (a helper process does it then). */
+int priv_start(const char *runtime_dir, const char *receipts);
+void priv_stop(void);
+bool priv_separated(void);
+bool priv_name_ok(const char *text, size_t cap);
+/* An AF_UNIX listener at path (directly inside runtime-dir), mode 0600, owned by uid:gid;
+ * its device and inode. -1 with errno. */
+int priv_listen(const char *path, uid_t uid, gid_t gid, dev_t *dev, ino_t *ino);
+/* Removes path if it is a socket, and that one when dev/ino are not both 0. */
+int priv_unlink(const char *path, dev_t dev, ino_t ino);
+/* The receipts file opened for appending; rotate renames it to old first. -1 with errno. */
+int priv_receipts_open(const char *path);
+int priv_receipts_rotate(const char *path, char *old, size_t oldlen);
 
 #endif

@@ -98,58 +98,6 @@ principal_accept_cb(evutil_socket_t lfd, short what, void *arg)
 	}
 }
 
-/* Creates the listening socket at path (inside runtime-dir), mode 0600, owned by uid:gid. */
-static int
-principal_listen(const char *path, uid_t uid, gid_t gid, dev_t *dev, ino_t *ino, char *err,
-    size_t errlen)
-{
-	struct sockaddr_un sun;
-	struct stat st;
-	mode_t old;
-	int fd;
-
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sun.sun_path)) {
-		snprintf(err, errlen, "socket path too long: %s", path);
-		return -1;
-	}
-	memcpy(sun.sun_path, path, strlen(path));
-	if (lstat(path, &st) == 0) {
-		/* A stale socket of ours may be replaced; anything else is left alone. */
-		if (!S_ISSOCK(st.st_mode)) {
-			snprintf(err, errlen, "%s exists and is not a socket", path);
-			return -1;
-		}
-		if (unlink(path) == -1) {
-			snprintf(err, errlen, "%s: %s", path, strerror(errno));
-			return -1;
-		}
-	}
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1) {
-		snprintf(err, errlen, "socket: %s", strerror(errno));
-		return -1;
-	}
-	old = umask(0177);
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		snprintf(err, errlen, "bind %s: %s", path, strerror(errno));
-		umask(old);
-		close(fd);
-		return -1;
-	}
-	umask(old);
-	if (lchown(path, uid, gid) == -1 || chmod(path, 0600) == -1 ||
-	    listen(fd, PRINCIPAL_BACKLOG) == -1 || lstat(path, &st) == -1) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		unlink(path);
-		close(fd);
-		return -1;
-	}
-	*dev = st.st_dev;
-	*ino = st.st_ino;
-	return fd;
-}
-
 struct principal *
 principal_create(const char *name, const char *socket_path, const char *policy_file,
     bool has_owner, uid_t uid, gid_t gid, bool has_peer_uid, uid_t peer_uid, char *err,
@@ -180,9 +128,10 @@ principal_create(const char *name, const char *socket_path, const char *policy_f
 	p->peer_uid = peer_uid;
 	TAILQ_INIT(&p->pins);
 	TAILQ_INIT(&p->conns);
-	p->fd = principal_listen(socket_path, p->owner_uid, p->owner_gid, &p->dev, &p->ino, err,
-	    errlen);
+	p->fd = priv_listen(socket_path, p->owner_uid, p->owner_gid, &p->dev, &p->ino);
 	if (p->fd == -1) {
+		snprintf(err, errlen, "%s: %s", socket_path, errno == EEXIST ?
+		    "exists and is not a socket" : strerror(errno));
 		policy_free(pol);
 		free(p->socket);
 		free(p->policy_file);
@@ -206,13 +155,11 @@ principal_remove(struct principal *p, const char *why)
 {
 	struct conn *c;
 	struct pin *pin;
-	struct stat st;
 
 	TAILQ_REMOVE(&principals, p, entry);
 	event_free(p->ev_accept);
 	/* Unlink only what is still our socket: never a file someone put in its place. */
-	if (lstat(p->socket, &st) == 0 && st.st_dev == p->dev && st.st_ino == p->ino)
-		unlink(p->socket);
+	(void)priv_unlink(p->socket, p->dev, p->ino);
 	close(p->fd);
 	while ((c = TAILQ_FIRST(&p->conns)) != NULL)
 		conn_abort(c, EGRESS_SHUTDOWN, "shutdown");

@@ -59,8 +59,7 @@ receipt_reopen(void)
 
 	if (receipt_path == NULL)
 		return -1;
-	fd = open(receipt_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd == -1) {
+	if ((fd = priv_receipts_open(receipt_path)) == -1) {
 		log_error("event=receipts-reopen path=%s error=%s", receipt_path, strerror(errno));
 		return -1;
 	}
@@ -75,32 +74,21 @@ static void
 receipt_rotate_if_due(void)
 {
 	struct stat st;
-	char name[PATH_MAX], stamp[32];
-	struct tm tm;
-	time_t now;
+	char old[PATH_MAX];
+	int fd;
 
 	if (receipt_rotate_size == 0 || fstat(receipt_fd, &st) == -1 ||
 	    (uint64_t)st.st_size < receipt_rotate_size)
 		return;
-	now = time(NULL);
-	gmtime_r(&now, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-	for (int i = 0; i < 1000; i++) {
-		int n = i == 0 ? snprintf(name, sizeof(name), "%s.%s", receipt_path, stamp) :
-		    snprintf(name, sizeof(name), "%s.%s.%03d", receipt_path, stamp, i);
-
-		if (n < 0 || (size_t)n >= sizeof(name))
-			return;
-		if (access(name, F_OK) != 0)
-			break;
-	}
 	receipt_flush();
-	if (fdatasync(receipt_fd) == -1 || rename(receipt_path, name) == -1) {
+	if (fdatasync(receipt_fd) == -1 ||
+	    (fd = priv_receipts_rotate(receipt_path, old, sizeof(old))) == -1) {
 		log_error("event=receipts-rotate path=%s error=%s", receipt_path, strerror(errno));
 		return;
 	}
-	if (receipt_reopen() == 0)
-		log_info("event=receipts-rotate old=%s", name);
+	close(receipt_fd);
+	receipt_fd = fd;
+	log_info("event=receipts-rotate old=%s", old);
 }
 
 void
