@@ -897,7 +897,8 @@ rcpt_print_row(json_t *o)
 	const char *ev = rcpt_jstr(o, "event"), *host = rcpt_jstr(o, "host"),
 	    *reason = rcpt_jstr(o, "reason"), *close = rcpt_jstr(o, "close");
 	json_t *port = json_object_get(o, "port"), *up = json_object_get(o, "bytes_up"),
-	    *down = json_object_get(o, "bytes_down"), *dur = json_object_get(o, "duration_ms");
+	    *down = json_object_get(o, "bytes_down"), *dur = json_object_get(o, "duration_ms"),
+	    *count = json_object_get(o, "count");
 	char hp[300], dec[160], b_up[24], b_down[24], b_dur[32];
 
 	if (host == NULL && rcpt_jstr(o, "raw") != NULL)
@@ -907,7 +908,10 @@ rcpt_print_row(json_t *o)
 		    (long long)json_integer_value(port));
 	else
 		snprintf(hp, sizeof(hp), "%s", host ? host : "-");
-	if (ev != NULL && strcmp(ev, "deny") == 0)
+	if (ev != NULL && strcmp(ev, "deny") == 0 && json_integer_value(count) > 1)
+		snprintf(dec, sizeof(dec), "deny/%s x%lld", reason ? reason : "-",
+		    (long long)json_integer_value(count));   /* identical denials collapsed */
+	else if (ev != NULL && strcmp(ev, "deny") == 0)
 		snprintf(dec, sizeof(dec), "deny/%s", reason ? reason : "-");
 	else if (ev != NULL && (strcmp(ev, "open") == 0 || strcmp(ev, "close") == 0))
 		snprintf(dec, sizeof(dec), "%s/%s%s%s", ev, reason ? reason : "-",

@@ -146,7 +146,7 @@ T_NEW=$(ago 600)
 cat > in.jsonl <<EOF2
 {"event":"open","id":"c-0000000000000001","time":"2026-11-29T12:00:00.123Z","principal":"build-42","policy":"sha256:0db7","frontend":"http-connect","host":"api.github.com","port":443,"addr":"140.82.112.6","sni":"api.github.com","reason":"allowed"}
 {"event":"close","id":"c-0000000000000001","time":"2026-11-29T12:00:01.000Z","principal":"build-42","policy":"sha256:0db7","frontend":"http-connect","host":"api.github.com","port":443,"addr":"140.82.112.6","sni":"api.github.com","reason":"allowed","close":"client-eof","bytes_up":1234,"bytes_down":56789,"duration_ms":812}
-{"event":"deny","id":"c-0000000000000002","time":"2026-11-29T12:05:00.000Z","principal":"build-42","policy":"sha256:0db7","frontend":"socks5","host":"evil.example.org","port":443,"reason":"not-allowlisted","duration_ms":2}
+{"event":"deny","id":"c-0000000000000002","time":"2026-11-29T12:05:00.000Z","principal":"build-42","policy":"sha256:0db7","frontend":"socks5","host":"evil.example.org","port":443,"reason":"not-allowlisted","duration_ms":2,"count":37}
 {"event":"deny","id":"c-0000000000000003","time":"2026-11-29T12:30:00.000Z","principal":"build-7","policy":"sha256:77aa","frontend":"http-forward","host":"intranet.corp.example","port":80,"addr":"10.0.0.1","reason":"private-address","duration_ms":4}
 {"event":"open","id":"c-0000000000000004","time":"2026-11-29T13:00:00.000Z","principal":"build-7","policy":"sha256:77aa","frontend":"socks5","host":"pypi.org","port":443,"addr":"151.101.0.223","reason":"allowed"}
 {"event":"close","id":"c-0000000000000004","time":"2026-11-29T13:00:05.000Z","principal":"build-7","policy":"sha256:77aa","frontend":"socks5","host":"pypi.org","port":443,"addr":"151.101.0.223","reason":"allowed","close":"upstream-eof","bytes_up":10,"bytes_down":20,"duration_ms":5000}
@@ -181,7 +181,7 @@ expect_eq "the table" \
 "TIME                     PRINCIPAL        FRONTEND     HOST:PORT                        ADDRESS         DECISION/REASON                          UP       DOWN  DURATION
 2026-11-29T12:00:00.123Z build-42         http-connect api.github.com:443               140.82.112.6    open/allowed                              -          -         -
 2026-11-29T12:00:01.000Z build-42         http-connect api.github.com:443               140.82.112.6    close/allowed/client-eof               1234      56789     812ms
-2026-11-29T12:05:00.000Z build-42         socks5       evil.example.org:443             -               deny/not-allowlisted                      -          -       2ms
+2026-11-29T12:05:00.000Z build-42         socks5       evil.example.org:443             -               deny/not-allowlisted x37                  -          -       2ms
 2026-11-29T12:30:00.000Z build-7          http-forward intranet.corp.example:80         10.0.0.1        deny/private-address                      -          -       4ms" \
     "$("$CTL" receipts --file q.jsonl --until 2026-11-29T13:00)"
 expect_eq "two files are read in order" "$(cat a.jsonl b.jsonl)" \
