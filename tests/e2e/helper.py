@@ -447,6 +447,11 @@ def cmd_tunnel(args):
     if args.align is not None:
         # Start at a chosen fraction of a wall-clock second (timing edges of egressd).
         time.sleep((args.align - time.time() % 1) % 1)
+    if args.at is not None:
+        # Start at a chosen wall-clock time (this process's own start-up is not counted).
+        time.sleep(max(0.0, args.at - time.time()))
+    if args.start_file:
+        write_atomic(args.start_file, "%.6f\n" % time.time())
     s = connect_unix(args.sock, args.uid, args.timeout)
     ok, status = handshake(s, args)
     out(status)
@@ -633,13 +638,20 @@ def cmd_raw(args):
     # Decoded before connect_unix drops to --uid (which may not read Python's library).
     data = bytes.fromhex(args.hex) if args.hex is not None else unescape(args.data)
     data2 = unescape(args.data2) if args.data2 is not None else None
+    until_text = unescape(args.until_text) if args.until_text is not None else None
     s = connect_unix(args.sock, args.uid, args.timeout)
     try:
         send_maybe_split(s, data, args.split)
         if args.sent_file:
             write_atomic(args.sent_file, "sent\n")
         if data2 is not None:
-            time.sleep(args.delay)
+            if args.go_file:
+                # Sent when the test says so, not after a guess at how long that takes.
+                end = time.monotonic() + 30
+                while not os.path.exists(args.go_file) and time.monotonic() < end:
+                    time.sleep(0.02)
+            else:
+                time.sleep(args.delay)
             s.sendall(data2)
         if args.shut:
             s.shutdown(socket.SHUT_WR)
@@ -649,11 +661,16 @@ def cmd_raw(args):
     buf = b""
     deadline = time.monotonic() + args.timeout
     state = "open"
+    arrived = False
     while time.monotonic() < deadline:
-        s.settimeout(max(0.01, deadline - time.monotonic()))
+        # --hold-file: the connection stays until that file goes (or --timeout).
+        step = 0.05 if args.hold_file else deadline - time.monotonic()
+        s.settimeout(max(0.01, min(step, deadline - time.monotonic())))
         try:
             b = s.recv(CHUNK)
         except socket.timeout:
+            if args.hold_file and os.path.exists(args.hold_file):
+                continue
             break
         except ConnectionResetError:
             state = "closed"
@@ -664,6 +681,12 @@ def cmd_raw(args):
         buf += b
         if len(buf) > 1 << 20:
             break
+        if not arrived and ((args.until_len and len(buf) >= args.until_len) or
+                            (until_text is not None and until_text in buf)):
+            # The whole expected answer is here, however long that took: "open" then
+            # means still open --linger seconds later.
+            arrived = True
+            deadline = time.monotonic() + args.linger
     secs = time.monotonic() - t0
     if args.http:
         if not buf:
@@ -782,7 +805,10 @@ def cmd_rcpt(args):
     end = time.monotonic() + args.wait
     while True:
         hits = [r for r in load_records(args.file, args.skip) if matches(r, args.where)]
-        if len(hits) >= args.min or time.monotonic() >= end:
+        # With --sum-count, --min is about the sum of the counts (collapsed denials are
+        # written when their second ends).
+        have = sum(int(r.get("count", 1)) for r in hits) if args.sum_count else len(hits)
+        if have >= args.min or time.monotonic() >= end:
             break
         time.sleep(0.05)
     if args.count:
@@ -956,6 +982,8 @@ def main():
     p.add_argument("--hold-secs", type=float, default=60)
     p.add_argument("--interval", type=float, default=0.3)
     p.add_argument("--align", type=float)
+    p.add_argument("--at", type=float)
+    p.add_argument("--start-file")
     p.add_argument("--hello", default="hold\\n")
     p.add_argument("--sni", action="append", default=[])
     p.add_argument("--ech", action="store_true")
@@ -978,6 +1006,11 @@ def main():
     p.add_argument("--data2")
     p.add_argument("--sent-file")
     p.add_argument("--delay", type=float, default=0.5)
+    p.add_argument("--go-file")
+    p.add_argument("--hold-file")
+    p.add_argument("--until-len", type=int, default=0)
+    p.add_argument("--until-text")
+    p.add_argument("--linger", type=float, default=1.0)
     p.add_argument("--split", action="store_true")
     p.add_argument("--shut", action="store_true")
     p.add_argument("--http", action="store_true")

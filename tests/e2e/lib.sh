@@ -113,6 +113,24 @@ wait_for() {
 	return 0
 }
 
+# wait_until CMD...: runs CMD until it succeeds, for up to 10 s (a wait that succeeds
+# returns at once, so the bound can be generous for slow machines and sanitizer builds).
+wait_until() {
+	_i=0
+	while ! "$@"; do
+		_i=$((_i + 1))
+		[ $_i -gt 200 ] && return 1
+		sleep 0.05
+	done
+	return 0
+}
+
+# log_mark: the number of lines in egressd's log so far. wait_log PATTERN [MARK]: until a
+# line after MARK matches PATTERN (grep -E), for up to 10 s: egressd has done what it logs.
+log_mark() { if [ -f "$WORK/egressd.err" ]; then wc -l < "$WORK/egressd.err" | tr -d ' '; else echo 0; fi; }
+_log_has() { tail -n "+$(($2 + 1))" "$WORK/egressd.err" 2>/dev/null | grep -Eq -- "$1"; }
+wait_log() { wait_until _log_has "$1" "${2:-0}"; }
+
 # wait_gone PATH: until PATH disappears (10 s).
 wait_gone() {
 	_i=0
@@ -218,6 +236,13 @@ egressd_start() {
 	    "$WORK/egressd.conf"); do
 		wait_for -S "$_s" || { echo "Bail out! no socket $_s"; exit 99; }
 	done
+	# The sockets exist before egressd drops privileges (user) and installs its signal
+	# handlers; "event=started" is logged after both, so that a test may check the uid or
+	# send SIGTERM, SIGHUP or SIGUSR1 at once. (spawn started a fresh egressd.err.)
+	if ! wait_log "event=started "; then
+		echo "Bail out! egressd did not log event=started: $(cat "$WORK/egressd.err")"
+		exit 99
+	fi
 }
 
 # egressd_stop: SIGTERM, waits; sets EGRESSD_RC.
