@@ -99,11 +99,34 @@ def echo_through(fd, payload=b"ping through fd4"):
 def nfd():
     return len(os.listdir("/proc/%d/fd" % p.pid))
 
+def idle(timeout=10):
+    """Until the broker sleeps in poll(): it answers a request before it closes that
+    request's descriptors, so only then is its count settled. False when the kernel does
+    not say (wchan), after timeout."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            with open("/proc/%d/wchan" % p.pid) as f:
+                if "poll" in f.read():
+                    return True
+        except OSError:
+            return False
+        time.sleep(0.02)
+    return False
+
+def settled(want, timeout=10):
+    """The descriptor count once it is back to want (or, after timeout, what it is)."""
+    end = time.monotonic() + timeout
+    while nfd() != want and time.monotonic() < end:
+        time.sleep(0.02)
+    return nfd()
+
 # allowed: code 0, the id echoed, one stream that works
 code, rid, fds = request(dgram("n.e2e.test", echo, rid=41))
 res("allowed", "%s %s %d" % (code, rid, len(fds or [])))
 res("allowed-echo", echo_through(fds[0]) if code == 0 and fds else "none")
-time.sleep(0.2)
+if not idle():
+    time.sleep(0.5)
 base = nfd()
 
 code, rid, fds = request(dgram("other.e2e.test", echo, rid=42))
@@ -159,8 +182,8 @@ for i in range(3):
 code, rid, fds = request(dgram("n.e2e.test", echo, rid=300))
 res("after-drop", "%s %s" % (code, echo_through(fds[0]) if fds else "none"))
 
-time.sleep(0.3)
-res("fds", "same" if nfd() == base else "%d->%d" % (base, nfd()))
+n = settled(base)
+res("fds", "same" if n == base else "%d->%d" % (base, n))
 res("alive", "yes" if p.poll() is None else "exited %s" % p.returncode)
 
 # egress-connect over EGRESS_FD (fd 4), then over EGRESS_RELAY
@@ -193,8 +216,8 @@ res("connect-relay-refused", "%d %s" % (rc, e))
 rc, o, e = run_connect("n.e2e.test", echo, {"EGRESS_FD": "0", "EGRESS_RELAY": relay}, False)
 res("connect-fallback", "%d %s" % (rc, o))
 
-time.sleep(0.2)
-res("fds-end", "same" if nfd() == base else "%d->%d" % (base, nfd()))
+n = settled(base)
+res("fds-end", "same" if n == base else "%d->%d" % (base, n))
 p.send_signal(signal.SIGTERM)
 res("term", p.wait(timeout=10))
 PYEOF
@@ -249,15 +272,28 @@ sys.exit(subprocess.call([sys.argv[1], "--channel", str(b.fileno()), "--egress",
 expect_eq "egress-broker refuses a principal socket that is not the expected one: exit 1" \
     1 "$?"
 ST=$(stat -c '%d:%i' "$S")
+# "up": it answered a request (code 0), so it got past --expect; not "still running after
+# a guessed delay", which a slow start would pass without having checked anything.
 "$E2E_PY" -c '
-import socket, subprocess, sys, time
+import array, socket, struct, subprocess, sys
 a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
 p = subprocess.Popen([sys.argv[1], "--channel", str(b.fileno()), "--egress", sys.argv[2],
     "--expect", sys.argv[3]], pass_fds=[b.fileno()])
-time.sleep(0.3)
-print("up" if p.poll() is None else "exited")
+b.close()
+r1, r2 = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+h = b"n.e2e.test"
+a.sendmsg([b"EGF1" + struct.pack(">IIHB", 5, 5000, int(sys.argv[4]), len(h)) + h],
+          [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [r2.fileno()]))])
+r2.close()
+r1.settimeout(10)
+try:
+    msg = r1.recv(64)
+except socket.timeout:
+    msg = b""
+up = len(msg) == 12 and struct.unpack(">Ii", msg[4:]) == (5, 0)
+print("up" if up and p.poll() is None else "exited" if p.poll() is not None else "noanswer")
 p.terminate()
-sys.exit(p.wait())' "$BROKER" "$S" "$ST" > expect.out
+sys.exit(p.wait())' "$BROKER" "$S" "$ST" "$ECHO" > expect.out
 expect_eq "egress-broker starts with the right --expect, exits 0 on SIGTERM" "up 0" \
     "$(cat expect.out) $?"
 
@@ -268,11 +304,21 @@ a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
 p = subprocess.Popen([sys.argv[1], "--channel", str(b.fileno()), "--egress", sys.argv[2]],
     pass_fds=[b.fileno()])
 print(p.pid, flush=True)
-import time; time.sleep(0.3)
+# Dies once the broker is serving (it sleeps in poll()), so that PDEATHSIG is what ends it.
+import time
+end = time.monotonic() + 10
+while time.monotonic() < end:
+    try:
+        if "poll" in open("/proc/%d/wchan" % p.pid).read():
+            break
+    except OSError:
+        break
+    time.sleep(0.02)
 os._exit(0)' "$BROKER" "$S" > orphan.pid
 OPID=$(cat orphan.pid)
+broker_alive() { kill -0 "$OPID" 2>/dev/null; }
 _i=0
-while kill -0 "$OPID" 2>/dev/null && [ $_i -lt 100 ]; do _i=$((_i + 1)); sleep 0.05; done
+while broker_alive && [ $_i -lt 200 ]; do _i=$((_i + 1)); sleep 0.05; done
 if kill -0 "$OPID" 2>/dev/null; then
 	not_ok "egress-broker exits when its parent dies"
 	kill "$OPID"
