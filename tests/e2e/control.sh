@@ -81,7 +81,7 @@ expect_match "status counts principals" "principals: +1" "$out"
 expect_match "status names the receipt file" "receipts: +$RCPT" "$out"
 chmod 666 "$CTL"
 expect_eq "a non-root peer is refused by SO_PEERCRED even when it can connect" "none closed" \
-    "$(py raw "$CTL" --uid 12345 --data '{"verb":"status"}\n' --timeout 2)"
+    "$(py raw "$CTL" --uid 12345 --data '{"verb":"status"}\n' --timeout 10)"
 chmod 600 "$CTL"
 run "$EGRESSCTL" -s "$WORK/none.sock" status
 expect_eq "no egressd: exit 1" 1 "$rc"
@@ -106,7 +106,7 @@ expect_eq "add --owner: owner and group set, mode 0600" "600 4242:4343" \
 run "$EGRESSCTL" -s "$CTL" principal add picky --policy open.policy --owner 12345:12345 --peer-uid 12345
 m=$(rcpt_mark)
 expect_eq "add --peer-uid: root is refused" "none closed" "$(py raw "$RUN/picky.sock" --hex 050100)"
-expect_eq "add --peer-uid: receipt" "deny peer-uid picky" "$(rcpt --skip "$m" --wait 2 --fields event,reason,principal)"
+expect_eq "add --peer-uid: receipt" "deny peer-uid picky" "$(rcpt --skip "$m" --wait 10 --fields event,reason,principal)"
 expect_eq "add --peer-uid: that uid is served" "00
 echo-ok" "$(py tunnel socks5 "$RUN/picky.sock" c.e2e.test "$ECHO" --uid 12345 --mode echo)"
 run "$EGRESSCTL" -s "$CTL" principal add dyn --policy open.policy
@@ -153,7 +153,9 @@ spawn dynsilent "$E2E_PY" "$HELPER" tunnel socks5 "$RUN/dyn.sock" c.e2e.test "$E
     --hello "" --hold-file "$WORK/dyn.hold" --status-file "$WORK/dynsilent.status"
 SILENT=$SPAWNED
 wait_for -s dynsilent.status
-sleep 0.2
+# Both tunnels are open on the client's side; egressd counts each when it has taken it up.
+dyn_listed() { "$EGRESSCTL" -s "$CTL" principal list | grep -Eq "^dyn .* 2 +no "; }
+wait_until dyn_listed
 expect_match "list: the live tunnels are counted" "^dyn .* 2 +no " "$("$EGRESSCTL" -s "$CTL" principal list)"
 m=$(rcpt_mark)
 run "$EGRESSCTL" -s "$CTL" principal remove dyn
@@ -163,11 +165,11 @@ wait "$HOLDER"
 wait "$SILENT"
 expect_match "remove: the live tunnel was closed" "^(eof|reset) " "$(sed -n 2p dynholder.out)"
 expect_eq "remove: its close receipt says shutdown" "close shutdown shutdown dyn" \
-    "$(rcpt --skip "$m" --where event=close --wait 2 --fields event,reason,close,principal)"
+    "$(rcpt --skip "$m" --where event=close --wait 10 --fields event,reason,close,principal)"
 expect_match "remove: a tunnel whose client was silent is closed without a byte injected" \
     "^(eof|reset) [0-9.]+ 0$" "$(sed -n 2p dynsilent.out)"
 expect_eq "remove: ... and, being open, it gets a close receipt too (not a deny)" "2 0" \
-    "$(rcpt --skip "$m" --where event=close --where close=shutdown --count) $(rcpt --skip "$m" --where event=deny --count)"
+    "$(rcpt --skip "$m" --where event=close --where close=shutdown --count --min 2 --wait 10) $(rcpt --skip "$m" --where event=deny --count)"
 expect_eq "remove: no longer listed" "" "$("$EGRESSCTL" -s "$CTL" principal list | awk '$1 == "dyn"')"
 run "$EGRESSCTL" -s "$CTL" principal remove dyn
 expect_eq "remove: an unknown name exits 1" 1 "$rc"
@@ -194,24 +196,28 @@ expect_eq "lease: killing egressctl removes the principal" 1 "$(wait_gone "$RUN/
 expect_eq "lease: no longer listed" "" "$("$EGRESSCTL" -s "$CTL" principal list | awk '$1 == "leased"')"
 wait "$LHOLDER"
 expect_eq "lease: its tunnel closed with a shutdown receipt" "close shutdown shutdown leased" \
-    "$(rcpt --skip "$m" --where event=close --wait 2 --fields event,reason,close,principal)"
+    "$(rcpt --skip "$m" --where event=close --wait 10 --fields event,reason,close,principal)"
 # --- the lease socket ----------------------------------------------------------------------------
 expect_eq "lease socket: mode 0660, group $LGROUP" "660 root:$LGROUP" "$(stat -c '%a %U:%G' "$RUN/lease.sock")"
 expect_match "lease socket: serves the lease verb only" '"ok":false.*lease verb only' \
-    "$(py raw "$RUN/lease.sock" --text --timeout 1 --data '{"verb":"status"}\n')"
+    "$(py raw "$RUN/lease.sock" --text --timeout 10 --until-text '\n' --linger 0 --data '{"verb":"status"}\n')"
 if id nobody >/dev/null 2>&1; then
 	NOBODY=$(id -u nobody)
-	spawn leasenobody "$E2E_PY" "$HELPER" raw "$RUN/lease.sock" --text --uid "$NOBODY" --timeout 3 \
-	    --data '{"verb":"lease","policy":"build.sealed"}\n'
+	# The caller holds its connection (and so the lease) until leasenobody.hold goes,
+	# not for a fixed time that a slow machine could use up before the checks below.
+	touch leasenobody.hold
+	spawn leasenobody "$E2E_PY" "$HELPER" raw "$RUN/lease.sock" --text --uid "$NOBODY" --timeout 60 \
+	    --hold-file "$WORK/leasenobody.hold" --data '{"verb":"lease","policy":"build.sealed"}\n'
 	LN=$SPAWNED
-	i=0
-	while [ -z "$(ls "$RUN" | grep "^lease-$NOBODY-")" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+	nobody_leased() { ls "$RUN" | grep -q "^lease-$NOBODY-"; }
+	wait_until nobody_leased
 	ls_sock=$(ls "$RUN" | grep "^lease-$NOBODY-" | head -n 1)
 	expect_match "lease socket: a non-root caller in the group gets a principal" "^lease-$NOBODY-[0-9a-f]+\.sock$" "$ls_sock"
 	expect_eq "lease socket: the principal is owned by the caller, mode 0600" "600 $NOBODY:$(id -g nobody)" \
 	    "$(stat -c '%a %u:%g' "$RUN/$ls_sock" 2>/dev/null)"
 	expect_eq "lease socket: it serves" "00
 echo-ok" "$(py tunnel socks5 "$RUN/$ls_sock" c.e2e.test "$ECHO" --uid "$NOBODY" --mode echo)"
+	rm -f leasenobody.hold
 	wait "$LN"
 	expect_eq "lease socket: the principal goes with the caller's connection" 1 "$(wait_gone "$RUN/$ls_sock" && echo 1)"
 	expect_eq "lease socket: the reply named the socket and dev:ino" 1 \
