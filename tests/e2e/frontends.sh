@@ -54,12 +54,15 @@ expect_eq "curl https through CONNECT exits 0" 0 $?
 expect_match "s_server answered through the tunnel" "s_server" "$out"
 expect_eq "CONNECT answer is 200" 200 "$(head_status h.txt)"
 expect_eq "open receipt of the https tunnel" "open allowed http-connect tls.e2e.test $TLS 127.0.0.1" \
-    "$(rcpt --skip "$m" --where event=open --fields event,reason,frontend,host,port,addr)"
+    "$(rcpt --skip "$m" --where event=open --wait 10 --fields event,reason,frontend,host,port,addr)"
 expect_eq "close receipt of the https tunnel" "close allowed http-connect tls.e2e.test $TLS" \
-    "$(rcpt --skip "$m" --where event=close --wait 3 --fields event,reason,frontend,host,port)"
+    "$(rcpt --skip "$m" --where event=close --wait 10 --fields event,reason,frontend,host,port)"
 
+: > web.log
 out=$($CURL -p -x "http://$PROXY" "http://web.e2e.test:$WEB/tunnelled?x=1")
 expect_eq "proxytunnel to http: upstream answers" "web GET /tunnelled?x=1 0" "$out"
+# The upstream logs a request when its connection has ended, which may be after curl is done.
+wait_for -s web.log
 expect_eq "inside a tunnel the request is the client's own" "/tunnelled?x=1" \
     "$(tail -n 1 web.log | py_field target)"
 
@@ -70,12 +73,14 @@ m=$(rcpt_mark)
 out=$($CURL -p -x "http://$PROXY" "http://[::1]:$WEB6/v6literal")
 expect_eq "CONNECT to a bracketed IPv6 literal" "web6 GET /v6literal 0" "$out"
 expect_eq "its receipt names the canonical literal" "open allowed http-connect ::1 $WEB6 ::1" \
-    "$(rcpt --skip "$m" --where event=open --fields event,reason,frontend,host,port,addr)"
+    "$(rcpt --skip "$m" --where event=open --wait 10 --fields event,reason,frontend,host,port,addr)"
 out=$($CURL -p -x "http://$PROXY" "http://v6.e2e.test:$WEB6/v6name")
 expect_eq "CONNECT to a name with only an AAAA answer" "web6 GET /v6name 0" "$out"
 
-# Early payload: bytes sent right after the CONNECT head are tunnel data.
-out=$(py raw "$SOCK" --data "CONNECT echo.e2e.test:$ECHO HTTP/1.1\r\nHost: echo.e2e.test:$ECHO\r\n\r\nearly-bytes" --timeout 2)
+# Early payload: bytes sent right after the CONNECT head are tunnel data. (Up to 10 s for the
+# 50 bytes of answer and echo to arrive, then 1 s more in which the tunnel must stay open.)
+out=$(py raw "$SOCK" --data "CONNECT echo.e2e.test:$ECHO HTTP/1.1\r\nHost: echo.e2e.test:$ECHO\r\n\r\nearly-bytes" \
+    --timeout 10 --until-len 50)
 expect_eq "payload coalesced with the CONNECT head reaches the upstream" \
     "$(printf 'HTTP/1.1 200 Connection established\r\n\r\nearly-bytes' | od -An -tx1 | tr -d ' \n') open" "$out"
 
@@ -175,7 +180,7 @@ user=$(printf e2euser | od -An -tx1 | tr -d ' \n')
 pass=$(printf 'sock5-s3cret' | od -An -tx1 | tr -d ' \n')
 name=$(printf echo.e2e.test | od -An -tx1 | tr -d ' \n')
 port=$(printf '%04x' "$ECHO")
-out=$(py raw "$SOCK" --timeout 1 --hex "05010201""07$user""0c$pass""050100030d$name$port""70696e67")
+out=$(py raw "$SOCK" --timeout 10 --until-len 18 --hex "05010201""07$user""0c$pass""050100030d$name$port""70696e67")
 expect_eq "SOCKS5 username/password: 05 02, 01 00, 00 and the payload echoed" \
     "0502010005000001000000000000$(printf ping | od -An -tx1 | tr -d ' \n') open" "$out"
 expect_eq "the SOCKS5 password is never logged" "" "$(grep -l 'sock5-s3cret' egressd.err "$RCPT")"
