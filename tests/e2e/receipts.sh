@@ -45,7 +45,7 @@ wait "$HOLDER"
 
 # --- members ----------------------------------------------------------------------------------
 open=$(grep '"event":"open"' "$RCPT" | tail -n 1)
-close=$(rcpt --where event=close --wait 3 --fields event)
+close=$(rcpt --where event=close --wait 10 --fields event)
 expect_eq "the tunnel's close follows" close "$close"
 expect_eq "open: members in order" "seq,prev,event,id,time,principal,policy,frontend,host,port,addr,reason,mac" \
     "$(echo "$open" | "$E2E_PY" -c 'import json,sys; print(",".join(json.loads(sys.stdin.readline()).keys()))')"
@@ -76,20 +76,31 @@ m=$(rcpt_mark)
 out=$(py burst "$S" 300 --data "CONNECT flood.example.org:443 HTTP/1.1\r\nHost: flood.example.org:443\r\n\r\n")
 echo "# $out" | tr '\n' ' '; echo
 expect_match "300 identical denials are each answered 403" "^300 x 403 not-allowlisted" "$out"
-sleep 1.5
+# The collapsed ones are written when their second ends: wait until all are there.
+expect_eq "the denials are all accounted for (sum of count)" 300 \
+    "$(rcpt --skip "$m" --where host=flood.example.org --where event=deny --sum-count --min 300 --wait 10)"
 recs=$(rcpt --skip "$m" --where host=flood.example.org --count)
 echo "# $recs deny records for 300 identical denials"
-expect_eq "the denials are all accounted for (sum of count)" 300 \
-    "$(rcpt --skip "$m" --where host=flood.example.org --where event=deny --sum-count)"
 secs=$(echo "$out" | sed -n 's/^elapsed \([0-9]*\).*/\1/p')
-expect_eq "past 100 a second identical denials collapse into records with count" 1 \
-    "$([ "$recs" -le $((100 * (secs + 2) + secs + 2)) ] && [ "$recs" -lt 300 ] && echo 1)"
+expect_eq "at most 100 records a second (and one with the count of the rest)" 1 \
+    "$([ "$recs" -le $((100 * (secs + 2) + secs + 2)) ] && echo 1)"
+# Inherently about speed: only a burst faster than 100 a second must collapse. 300 in under
+# 2 s touch at most 3 wall-clock seconds, so one of them held more than 100 (all but
+# surely; exactly 100, 100, 100 would need a perfectly even split).
+if [ "$secs" -lt 2 ]; then
+	expect_eq "past 100 a second identical denials collapse into records with count" 1 \
+	    "$([ "$recs" -lt 300 ] && echo 1)"
+else
+	skip "past 100 a second identical denials collapse" "this machine sent 300 in ${secs}+ s, not past 100 a second"
+fi
 check_receipts "after a burst of denials"
 
 # --- SIGUSR1: rotation ------------------------------------------------------------------------------
 mv "$RCPT" receipts.1
+lm=$(log_mark)
 kill -USR1 "$EGRESSD_PID"
-sleep 0.3
+# Once egressd says it reopened the path, the next record goes to the new file.
+wait_log "event=receipts-reopen result=ok" "$lm"
 py raw "$S" --http --data "$CONNECT_NOPE" >/dev/null
 wait_for -s "$RCPT"
 last=$(tail -n 1 receipts.1 | tr -d '\n' | sha256sum | cut -d' ' -f1)
