@@ -17,11 +17,13 @@ principal rot r.policy
 egressd_start
 S=$RUN/rot.sock
 
-# A live tunnel across every rotation: it must close once, normally, at the end.
+# A live tunnel across every rotation: it must close once, normally, at the end. (The hold
+# file exists before the client starts: a fast client would otherwise find it missing
+# and let go at once, and the checks about the live tunnel would pass vacuously.)
 rm -f held
-py tunnel socks5 "$S" r.e2e.test "$ECHO" --mode hold --status-file held --hold-secs 30 \
-    --hold-file "$WORK/keep" > hold.out &
 touch keep
+py tunnel socks5 "$S" r.e2e.test "$ECHO" --mode hold --status-file held --hold-secs 60 \
+    --hold-file "$WORK/keep" > hold.out &
 HOLD=$!
 wait_for -f held
 for i in $(seq 1 40); do
@@ -37,22 +39,29 @@ expect_eq "... none far past the size" 0 "$too_big"
 
 # The operator's own rotation: mv, then SIGUSR1.
 mv "$RCPT" "$RCPT.manual"
+lm=$(log_mark)
 kill -USR1 "$EGRESSD_PID"
+wait_log "event=receipts-reopen result=ok" "$lm"
 wait_for -f "$RCPT"
 py tunnel connect "$S" after.example.org 443 >/dev/null
 expect_eq "SIGUSR1: the new file gets the next record" 1 "$(grep -c after.example.org "$RCPT")"
 expect_eq "SIGUSR1: no live tunnel was closed as daemon-restart" 0 \
     "$(cat "$RCPT".* "$RCPT" | grep -c daemon-restart)"
 # SIGUSR1 with nothing moved: the same file goes on, nothing is closed.
+lm=$(log_mark)
 kill -USR1 "$EGRESSD_PID"
-sleep 0.3
+# After egressd has reopened (else this would pass without a reopen having happened).
+wait_log "event=receipts-reopen result=ok" "$lm"
 py tunnel connect "$S" again.example.org 443 >/dev/null
 expect_eq "SIGUSR1 without a move: still one file, no spurious close" "1 0" \
     "$(grep -c again.example.org "$RCPT") $(grep -c '"event":"close"' "$RCPT")"
 
 rm -f keep
 wait "$HOLD" 2>/dev/null
-sleep 0.3
+expect_match "the live tunnel lasted until its client let go" "^released " "$(sed -n 2p hold.out)"
+# Its close is written when egressd has seen the client go: wait for it, before the stop
+# (which would close it as shutdown).
+rcpt --where event=close --wait 10 >/dev/null
 egressd_stop
 expect_eq "egressd exits 0" 0 "$EGRESSD_RC"
 
