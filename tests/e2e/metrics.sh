@@ -29,14 +29,16 @@ py tunnel connect "$S" other.example.org 443 >/dev/null
 py tunnel connect "$S" other.example.org 443 >/dev/null
 py tunnel socks5 "$S" nx.e2e.test "$ECHO" >/dev/null
 rm -f held
-py tunnel socks5 "$S" m.e2e.test "$ECHO" --mode hold --status-file held --hold-secs 5 \
+py tunnel socks5 "$S" m.e2e.test "$ECHO" --mode hold --status-file held --hold-secs 60 \
     >/dev/null &
 HOLD=$!
 wait_for -f held
 py tunnel socks5 "$S" m.e2e.test "$ECHO" >/dev/null
 kill "$HOLD" 2>/dev/null
 wait "$HOLD" 2>/dev/null
-sleep 0.5
+# The metrics are compared with the receipts: wait until egressd has closed all three
+# tunnels (the held one last), rather than for a guessed time.
+rcpt --where event=close --count --min 3 --wait 10 >/dev/null
 
 # --- the exposition parses, over HTTP and over the control socket --------------------------
 curl -sS -D http.head -o http.txt "http://127.0.0.1:$MPORT/metrics"
@@ -68,7 +70,7 @@ m=$(rcpt_mark)
 py raw "$RUN/self.sock" --timeout 3 \
     --data "CONNECT 127.0.0.1:$MPORT HTTP/1.1\r\nHost: x\r\n\r\n" >/dev/null
 expect_eq "CONNECT to the metrics address: private-address, even with a permit-range" \
-    "deny private-address" "$(rcpt --skip "$m" --where event=deny --wait 2 --fields event,reason)"
+    "deny private-address" "$(rcpt --skip "$m" --where event=deny --wait 10 --fields event,reason)"
 
 egressd_stop
 expect_eq "egressd exits 0" 0 "$EGRESSD_RC"

@@ -50,13 +50,20 @@ chmod +x egressd-ns.sh
 spawn egressd unshare -m ./egressd-ns.sh -d -c "$WORK/egressd.conf"
 EGRESSD_PID=$SPAWNED
 wait_for -S "$RUN/sl.sock" || { echo "Bail out! egressd did not start: $(cat "$WORK/egressd.err")"; exit 99; }
+wait_log "event=started " || { echo "Bail out! egressd did not start: $(cat "$WORK/egressd.err")"; exit 99; }
 
 py tunnel socks5 "$RUN/sl.sock" s.e2e.test "$ECHO" --mode echo --size 100 >/dev/null
 py tunnel connect "$RUN/sl.sock" nope.example.org 443 >/dev/null
-sleep 0.5
+# The tunnel's close is written when egressd has seen the client go.
+rcpt --where event=close --wait 10 >/dev/null
 kill -TERM "$EGRESSD_PID"
 wait "$EGRESSD_PID" 2>/dev/null
-sleep 0.3
+# Every line egressd wrote is on its way to the listener: wait until it has written them.
+syslog_has_all() {
+	_n=$(grep -c '"seq"' syslog.out 2>/dev/null)
+	[ "${_n:-0}" -ge "$(grep -c . "$RCPT")" ]
+}
+wait_until syslog_has_all
 
 n=$(grep -c . "$RCPT")
 expect_eq "three receipts in the file (open, close, deny)" 3 "$n"
