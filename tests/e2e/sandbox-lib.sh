@@ -86,10 +86,11 @@ leftovers() {
 	echo "$_d $_p"
 }
 
-# expect_clean WHAT: nothing of the run is left (runtime folder, egressd, bwrap).
+# expect_clean WHAT: nothing of the run is left (runtime folder, egressd, bwrap), within
+# 10 s (a private egressd under a sanitizer takes its time to exit).
 expect_clean() {
 	_i=0
-	while [ "$(leftovers)" != "0 0" ] && [ $_i -lt 40 ]; do
+	while [ "$(leftovers)" != "0 0" ] && [ $_i -lt 200 ]; do
 		_i=$((_i + 1))
 		sleep 0.05
 	done
@@ -111,12 +112,12 @@ alive() {
 	[ -n "$_st" ] && [ "$_st" != Z ]
 }
 
-# gone PID: until PID no longer runs (up to 5 s); 1 when it is gone, else 0.
+# gone PID: until PID no longer runs (up to 10 s); 1 when it is gone, else 0.
 gone() {
 	_i=0
 	while alive "$1"; do
 		_i=$((_i + 1))
-		[ $_i -gt 100 ] && { echo 0; return; }
+		[ $_i -gt 200 ] && { echo 0; return; }
 		sleep 0.05
 	done
 	echo 1

@@ -149,7 +149,7 @@ expect_eq "path replaced by a socket: the new listener saw no connection" 0 \
     "$(cat evil2.count 2>/dev/null | wc -l | tr -d ' ')"
 n00=$(printf '%s\n%s\n' "$r1" "$r2" | grep -c '^00')
 expect_eq "path replaced: each tunnel after it is egressd's, for the pinned principal" "$n00" \
-    "$(py rcpt "$RCPT" --skip "$m" --where event=close --where principal=pin --count --wait 3 --min "$n00")"
+    "$(py rcpt "$RCPT" --skip "$m" --where event=close --where principal=pin --count --wait 10 --min "$n00")"
 
 # --- slots --------------------------------------------------------------------------------------------
 relay_start relayslots --egress "$RUN/slots.sock" --max-conns 4
@@ -170,9 +170,8 @@ expect_eq "over the limit the relay does not even connect to egressd (no receipt
     "$(py rcpt "$RCPT" --skip "$m" --where principal=slots --count)"
 rm -f slots.hold
 wait "$SPAWNED"
-_i=0
-while [ "$("$EGRESSCTL" -s "$CTL" principal list | awk '$1 == "slots" { print $4 }')" != 0 ] &&
-    [ $_i -lt 100 ]; do _i=$((_i + 1)); sleep 0.05; done
+slots_free() { [ "$("$EGRESSCTL" -s "$CTL" principal list | awk '$1 == "slots" { print $4 }')" = 0 ]; }
+wait_until slots_free
 expect_eq "the slots come back when the tunnels close" "00 echo-ok" \
     "$(socks "$RS" slots.e2e.test "$ECHO" --mode echo | tr '\n' ' ' | sed 's/ $//')"
 
@@ -249,6 +248,9 @@ lcase "a workload through the relay it started" 0 --egress "$SOCK" --listen "127
 expect_eq "egress-launch: the workload reached egressd through EGRESS_RELAY, with no capability left" \
     "00 echo-ok CapInh=0000000000000000 CapPrm=0000000000000000 CapEff=0000000000000000 CapBnd=0000000000000000 CapAmb=0000000000000000 NoNewPrivs=1 Seccomp=2" \
     "$(words "$out")"
+# The relay stops with the workload, maybe a moment after egress-launch returned.
+not_listening() { [ "$(listening "$P")" = 0 ]; }
+wait_until not_listening
 expect_eq "egress-launch: its relay is gone with the workload" 0 "$(listening "$P")"
 
 egressd_stop

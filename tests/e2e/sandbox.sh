@@ -44,7 +44,7 @@ OTHER_URL=https://other.e2e.test:$UP/
 # The last receipt of this run's principal (named in the summary).
 run_principal() { printf '%s\n' "$err" | sed -n 's/.*(principal \([^)]*\)).*/\1/p' | head -n 1; }
 last_rcpt() {
-	py rcpt "$1" --where principal="$(run_principal)" --where event="$2" --fields "$3"
+	py rcpt "$1" --where principal="$(run_principal)" --where event="$2" --wait 10 --fields "$3"
 }
 
 # --- allowed and denied, through HTTPS_PROXY and ALL_PROXY ---------------------------------
@@ -210,11 +210,15 @@ hold_run() {
 	spawn_run "$1" $A --quiet -- sh -c ': > ready; exec sleep 20'
 	ERPID=$SPAWNED
 	wait_for -e "$BOX/ready"
-	sleep 0.1
+	# Until every process of the run is seen in egress-run's tree (10 s).
+	wait_until hold_run_found
+}
+hold_run_found() {
 	PRIVD=$(tree_pid "$ERPID" 1 egressd)
 	WL=$(tree_pid "$ERPID" 3)
 	RELAYPID=$(tree_pid "$ERPID" 4 egress-relay)
 	RTDIR=$(ls -d "$XDG_RUNTIME_DIR"/egress-run.* 2>/dev/null | head -n 1)
+	[ -n "$PRIVD" ] && [ -n "$WL" ] && [ -n "$RELAYPID" ] && [ -n "$RTDIR" ]
 }
 killcase() {
 	_what=$1 _sig=$2 _target=$3 _want=$4
@@ -297,6 +301,9 @@ expect_match "--policy NAME: the summary names the leased principal and the dest
     "principal lease-0-[0-9a-f]+\).*allowed +ok\.e2e\.test:$UP +1×" "$(printf '%s' "$err" | tr '\n' ' ')"
 expect_eq "--policy NAME: the tunnel's receipt is the system egressd's" "close ok.e2e.test allowed" \
     "$(last_rcpt "$RCPT" close event,host,reason)"
+# egressd ends the lease when it sees egress-run's connection go, maybe just after it exited.
+no_leases() { [ "$(leases)" = 0 ]; }
+wait_until no_leases
 expect_eq "--policy NAME: the lease ends with the run" 0 "$(leases)"
 expect_clean "--policy NAME (no private egressd at all)"
 # shellcheck disable=SC2086
@@ -310,8 +317,7 @@ wait_for -e "$BOX/ready"
 expect_eq "--policy NAME: the lease is listed while the run lasts" 1 "$(leases)"
 kill -KILL "$SPAWNED"
 wait "$SPAWNED" 2>/dev/null
-_i=0
-while [ "$(leases)" != 0 ] && [ $_i -lt 60 ]; do _i=$((_i + 1)); sleep 0.05; done
+wait_until no_leases
 expect_eq "--policy NAME: egress-run killed by SIGKILL: the lease ends" 0 "$(leases)"
 # shellcheck disable=SC2086
 scase "--policy NAME not in policy-dir" "lease refused: .*no-such-policy" "$ERUN" --policy no-such-policy $L -- touch ran
