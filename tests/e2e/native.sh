@@ -54,7 +54,7 @@ m=$(rcpt_mark)
 expect_eq "allowed: code 0, then the tunnel echoes" "0 ping through the tunnel" \
     "$(nat n.e2e.test "$ECHO")"
 expect_eq "... open receipt, frontend native" "open native n.e2e.test" \
-    "$(rcpt --skip "$m" --where event=open --wait 2 --fields event,frontend,host)"
+    "$(rcpt --skip "$m" --where event=open --wait 10 --fields event,frontend,host)"
 expect_eq "not allowlisted: -1001" -1001 "$(nat other.e2e.test "$ECHO")"
 expect_eq "denied by rule: -1002" -1002 "$(nat bad.e2e.test "$ECHO")"
 expect_eq "bad host (2130706433): -1004" -1004 "$(nat 2130706433 "$ECHO")"
@@ -65,7 +65,7 @@ m=$(rcpt_mark)
 nat other.e2e.test "$ECHO" >/dev/null
 expect_eq "refusal: deny receipt with frontend native and its reason" \
     "deny native other.e2e.test not-allowlisted" \
-    "$(rcpt --skip "$m" --where event=deny --wait 2 --fields event,frontend,host,reason)"
+    "$(rcpt --skip "$m" --where event=deny --wait 10 --fields event,frontend,host,reason)"
 
 egressd_stop
 expect_eq "egressd exits 0" 0 "$EGRESSD_RC"

@@ -62,7 +62,7 @@ bulk_case() {
 	expect_eq "$_proto bulk: 100 MiB up arrive intact" "recv $MIB100 $UPSUM sent $MIB100" "$(cat bulk.report)"
 	expect_eq "$_proto bulk: the close receipt counts every byte, exactly" \
 	    "close allowed $MIB100 $MIB100" \
-	    "$(rcpt --skip "$_m" --where event=close --where host="$_host" --wait 5 --fields event,reason,bytes_up,bytes_down)"
+	    "$(rcpt --skip "$_m" --where event=close --where host="$_host" --wait 10 --fields event,reason,bytes_up,bytes_down)"
 	echo "# $_proto bulk took $(($(date +%s) - _t0))s"
 }
 bulk_case socks5 bulk.e2e.test
@@ -80,7 +80,7 @@ for proto in connect socks4a; do
 	expect_eq "$proto half-close: the upstream saw the client's EOF after its data" "first got 14 $n" \
 	    "$(echo "$out" | sed -n 3p)"
 	expect_eq "$proto half-close: receipt" "close allowed client-eof 14 $reply" \
-	    "$(rcpt --skip "$m" --where event=close --wait 5 --fields event,reason,close,bytes_up,bytes_down)"
+	    "$(rcpt --skip "$m" --where event=close --wait 10 --fields event,reason,close,bytes_up,bytes_down)"
 done
 
 m=$(rcpt_mark)
@@ -94,7 +94,7 @@ wait_for -s banner.report
 expect_eq "upstream half-close: the upstream got the client's bytes after its own EOF" \
     "recv 30 $(printf 'client speaks after the banner' | sha256sum | cut -d' ' -f1)" "$(cat banner.report)"
 expect_eq "upstream half-close: receipt" "close upstream-eof 30 21" \
-    "$(rcpt --skip "$m" --where event=close --wait 5 --fields event,close,bytes_up,bytes_down)"
+    "$(rcpt --skip "$m" --where event=close --wait 10 --fields event,close,bytes_up,bytes_down)"
 
 # A server-first upstream talks at once: its bytes flow before the client says anything
 # (the SNI guard holds only the client's bytes), so the open receipt must already exist.
@@ -110,7 +110,7 @@ expect_eq "server-first: the banner reached a silent client, and its open receip
 rm -f sf.hold
 wait "$SF"
 expect_eq "server-first: the tunnel's close counts the banner" "close 0 21" \
-    "$(rcpt --skip "$m" --where event=close --wait 3 --fields event,bytes_up,bytes_down)"
+    "$(rcpt --skip "$m" --where event=close --wait 10 --fields event,bytes_up,bytes_down)"
 
 # --- slow reader ------------------------------------------------------------------------------
 rss0=$(py rss "$EGRESSD_PID")
@@ -135,7 +135,7 @@ sent=$(cat flood.report)
 expect_eq "slow reader: then gets every byte" "00 recv ${sent#sent }" "$(cat "$WORK/slowclient.out" | tr '\n' ' ' | sed 's/ $//')"
 expect_eq "slow reader: all of it was sent" "sent $FLOOD_BYTES" "$(echo "$sent" | cut -d' ' -f1,2)"
 expect_eq "slow reader: receipt" "close $FLOOD_BYTES" \
-    "$(rcpt --where host=slow.e2e.test --where event=close --wait 5 --fields event,bytes_down)"
+    "$(rcpt --where host=slow.e2e.test --where event=close --wait 10 --fields event,bytes_down)"
 
 # --- idle-timeout (timeout idle 1s) ---------------------------------------------------------
 m=$(rcpt_mark)
@@ -143,7 +143,7 @@ out=$(py tunnel socks5 "$RUN/idle.sock" idle.e2e.test "$ECHO" --mode hold --hold
 expect_eq "idle tunnel: opened" "00" "$(echo "$out" | head -n 1)"
 expect_match "idle tunnel: closed by egressd 1 to 4 s after its last byte" "^eof [123]\." "$(echo "$out" | sed -n 2p)"
 expect_eq "idle tunnel: close receipt" "close idle-timeout idle-timeout socks5 idle.e2e.test" \
-    "$(rcpt --skip "$m" --where event=close --wait 3 --fields event,reason,close,frontend,host)"
+    "$(rcpt --skip "$m" --where event=close --wait 10 --fields event,reason,close,frontend,host)"
 out=$(py tunnel connect "$RUN/idle.sock" busy.e2e.test "$ECHO" --mode trickle --hold-secs 3)
 expect_match "active tunnel (a byte every 0.3 s) under the same timeout stays open" "^alive [0-9]+$" \
     "$(echo "$out" | sed -n 2p)"
@@ -155,7 +155,7 @@ out=$(py tunnel connect "$RUN/idle.sock" busy.e2e.test "$ECHO" --mode trickle --
 expect_match "active tunnel (a byte every 0.6 s, from the start of a second) stays open" "^alive [0-9]+$" \
     "$(echo "$out" | sed -n 2p)"
 expect_eq "... and its close receipt is the client's, not idle-timeout" "close allowed client-eof" \
-    "$(rcpt --skip "$m" --where event=close --wait 3 --fields event,reason,close)"
+    "$(rcpt --skip "$m" --where event=close --wait 10 --fields event,reason,close)"
 
 egressd_stop
 expect_eq "egressd exits 0" 0 "$EGRESSD_RC"
