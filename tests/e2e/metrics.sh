@@ -67,7 +67,7 @@ expect_match "quota hits: the connection quota was hit once" \
 printf 'allow 127.0.0.1 %s\npermit-range 127.0.0.0/8\n' "$MPORT" > self.policy
 "$EGRESSCTL" -s "$CTL" principal add self --policy "$WORK/self.policy" >/dev/null
 m=$(rcpt_mark)
-py raw "$RUN/self.sock" --timeout 3 \
+py raw "$RUN/self.sock" --timeout 10 \
     --data "CONNECT 127.0.0.1:$MPORT HTTP/1.1\r\nHost: x\r\n\r\n" >/dev/null
 expect_eq "CONNECT to the metrics address: private-address, even with a permit-range" \
     "deny private-address" "$(rcpt --skip "$m" --where event=deny --wait 10 --fields event,reason)"

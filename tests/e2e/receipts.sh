@@ -28,7 +28,7 @@ CONNECT_NOPE="CONNECT nope.example.org:443 HTTP/1.1\r\nHost: nope.example.org:44
 early=0
 for i in 1 2 3 4 5; do
 	m=$(rcpt_mark)
-	py raw "$S" --http --timeout 2 --data "$CONNECT_NOPE" >/dev/null
+	py raw "$S" --http --timeout 10 --data "$CONNECT_NOPE" >/dev/null
 	[ "$(rcpt --skip "$m" --fields event)" = deny ] && early=$((early + 1))
 done
 expect_eq "a deny receipt is in the file when the client has its answer (5 of 5)" 5 "$early"
