@@ -28,6 +28,8 @@ const struct conf *egressd_conf;
 struct egress_key *egressd_policy_key;
 bool egressd_stopping;
 time_t egressd_started;
+uid_t egressd_uid;
+gid_t egressd_gid;
 
 static struct conf *conf_current;
 static struct event *ev_term, *ev_int, *ev_hup, *ev_usr1, *ev_grace, *ev_drain;
@@ -300,6 +302,9 @@ main(int argc, char **argv)
 	char err[512];
 	int ch;
 
+	/* Recorded before anything can drop them: the default owner of every principal. */
+	egressd_uid = geteuid();
+	egressd_gid = getegid();
 	while ((ch = getopt(argc, argv, "c:dt")) != -1) {
 		switch (ch) {
 		case 'c':

@@ -276,6 +276,10 @@ extern const struct conf *egressd_conf;
 extern struct egress_key *egressd_policy_key;
 extern bool egressd_stopping;
 extern time_t egressd_started;
+/* The uid and gid egressd started with, before `user` drops them: a principal's default
+ * owner, so that one added after the drop is owned like one created at start-up. */
+extern uid_t egressd_uid;
+extern gid_t egressd_gid;
 /* Reads and loads a policy file (with the policy key when configured). */
 struct policy *egressd_load_policy(const char *file, char *err, size_t errlen);
 /* A fresh connection id "c-<hex>". */

@@ -122,8 +122,9 @@ principal_create(const char *name, const char *socket_path, const char *policy_f
 	p->policy_file = xstrdup(policy_file);
 	p->policy = pol;
 	policy_digest(pol, p->digest);
-	p->owner_uid = has_owner ? uid : geteuid();
-	p->owner_gid = has_owner ? gid : getegid();
+	/* Not geteuid(): after the drop to `user` that is no longer egressd's own. */
+	p->owner_uid = has_owner ? uid : egressd_uid;
+	p->owner_gid = has_owner ? gid : egressd_gid;
 	p->has_peer_uid = has_peer_uid;
 	p->peer_uid = peer_uid;
 	TAILQ_INIT(&p->pins);

@@ -4,7 +4,8 @@
 # drop stays root with CAP_CHOWN, CAP_DAC_OVERRIDE and CAP_FOWNER only (bounding set too,
 # no_new_privs). Through it, in a root-owned runtime-dir: egressctl principal add --owner,
 # a lease taken by another uid and a principal added by SIGHUP get sockets mode 0600 owned
-# by their owners; a file in the way is left alone; removal unlinks; SIGUSR1 after a move
+# by their owners, and one without owner (start-up, SIGHUP, principal add) is 0:0, the uid
+# egressd started with, never nobody; a file in the way is left alone; removal unlinks; SIGUSR1 after a move
 # and receipts-rotate reopen the root-owned receipt file and the chain continues. At
 # shutdown every socket is gone and the helper exits with egressd.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/e2e/lib.sh"
@@ -48,6 +49,8 @@ expect_eq "the helper holds no descriptor but stdin, stdout, stderr and its chan
     "$(ls "/proc/$HELPER_PID/fd" | wc -l)"
 expect_eq "egressd has no capability left" 0000000000000000 "$(status_field "$EGRESSD_PID" CapEff)"
 expect_eq "runtime-dir stays root's" "755 root" "$(stat -c '%a %U' "$RUN")"
+expect_eq "a start-up principal without owner: egressd's own uid and gid (0:0)" "600 0:0" \
+    "$(stat -c '%a %u:%g' "$RUN/fixed.sock" 2>/dev/null)"
 
 # --- principal add --owner, through the helper -------------------------------------------
 run "$EGRESSCTL" -s "$CTL" principal add dyn --policy "$WORK/open.policy" --owner 12345:23456
@@ -66,6 +69,12 @@ expect_eq "a file in the way: add refused" 1 "$rc"
 expect_match "... saying so" "blocked.sock: exists and is not a socket" "$err"
 expect_eq "... and the file is left alone" "not a socket" "$(cat "$RUN/blocked.sock")"
 rm -f "$RUN/blocked.sock"
+# Without --owner the default is the uid and gid egressd started with, not `user`'s.
+run "$EGRESSCTL" -s "$CTL" principal add noowner --policy "$WORK/open.policy"
+expect_eq "principal add without --owner: exit 0" 0 "$rc"
+expect_eq "... owned 0:0 like a start-up principal, not by nobody" "600 0:0" \
+    "$(stat -c '%a %u:%g' "$RUN/noowner.sock" 2>/dev/null)"
+run "$EGRESSCTL" -s "$CTL" principal remove noowner
 
 # --- a lease taken by another uid ---------------------------------------------------------
 spawn lease "$E2E_PY" "$HELPER" raw "$RUN/lease.sock" --text --uid "$NOBODY" --timeout 3 \
@@ -86,6 +95,11 @@ principal late open.policy owner 34567:34567
 kill -HUP "$EGRESSD_PID"
 expect_eq "SIGHUP: the new principal's socket appears" 0 "$(wait_for -S "$RUN/late.sock"; echo $?)"
 expect_eq "SIGHUP: owned by its owner" "600 34567:34567" "$(stat -c '%a %u:%g' "$RUN/late.sock" 2>/dev/null)"
+principal late2 open.policy
+kill -HUP "$EGRESSD_PID"
+expect_eq "SIGHUP, no owner: the new principal's socket appears" 0 "$(wait_for -S "$RUN/late2.sock"; echo $?)"
+expect_eq "SIGHUP, no owner: owned 0:0 like a start-up principal, not by nobody" "600 0:0" \
+    "$(stat -c '%a %u:%g' "$RUN/late2.sock" 2>/dev/null)"
 
 # --- receipts: rotation by size and by SIGUSR1 ----------------------------------------------
 S=$RUN/fixed.sock
