@@ -28,8 +28,9 @@
  *  - 431 (malformed-request) for a head over EGRESS_HTTP_HEAD_MAX bytes or over
  *    EGRESS_HTTP_HEADERS_MAX header lines; an over-long request line is part of the head,
  *    so it is 431 too rather than 414.
- *  - 505 for a well-formed HTTP-version other than 1.0 and 1.1 (HTTP/2.0, and so the h2
- *    preface "PRI * HTTP/2.0"); a version that is not HTTP/DIGIT.DIGIT is 400.
+ *  - 400 malformed-request, like any malformed request (the SPEC's reason table), for a
+ *    version other than HTTP/1.0 and HTTP/1.1, well-formed (HTTP/2.0, and so the h2
+ *    preface "PRI * HTTP/2.0") or not (not HTTP/DIGIT.DIGIT); not 505.
  *  - Host is required on HTTP/1.1 and optional on HTTP/1.0, but never used: policy and
  *    forwarding take the request target, so a Host that disagrees is ignored.
  *  - The request line is checked while it is still incomplete, as far as the method:
@@ -381,8 +382,7 @@ http_request_line(const uint8_t *p, size_t n, struct http_request *req,
 	    version[7] < '0' || version[7] > '9')
 		return http_bad(err, "malformed HTTP version");
 	if (version[5] != '1' || (version[7] != '0' && version[7] != '1'))
-		return http_fail(err, 505, EGRESS_MALFORMED_REQUEST,
-		    "HTTP version other than 1.0 and 1.1");
+		return http_bad(err, "HTTP version other than 1.0 and 1.1");
 	req->version = version[7] == '1' ? 11 : 10;
 
 	for (i = 0; i < tlen; i++)

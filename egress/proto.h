@@ -25,7 +25,7 @@ enum proto_status {
 /* Why a request was refused before any policy decision. */
 struct proto_error {
 	enum egress_reason reason;   /* malformed-request, bad-host, unsupported */
-	int http_status;             /* HTTP status to send (400, 405, 431, 505...) */
+	int http_status;             /* HTTP status to send (400, 405, 431...) */
 	int socks_rep;               /* SOCKS: the status byte sent (SOCKS5: what is in the
 	                              * reply); -1: none sent by the parser, use the table's */
 	const char *why;             /* static text for the log */
@@ -78,7 +78,7 @@ struct http_request {
 /*
  * Parses one request head. OK: req is filled and head_len says where the head ends.
  * ERROR: err says why and which status to answer (400 malformed-request or bad-host, 405
- * unsupported, 431 too large, 505 version). Leading empty lines (CRLF) are skipped.
+ * unsupported, 431 too large). Leading empty lines (CRLF) are skipped.
  */
 enum proto_status http_parse_request(const uint8_t *buf, size_t len, struct http_request *req,
     struct proto_error *err);

@@ -172,8 +172,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case PROTO_ERROR:
 		if (err.why == NULL)
 			abort();
-		if (err.http_status != 400 && err.http_status != 405 && err.http_status != 431 &&
-		    err.http_status != 505)
+		if (err.http_status != 400 && err.http_status != 405 && err.http_status != 431)
 			abort();
 		if (err.reason != EGRESS_MALFORMED_REQUEST && err.reason != EGRESS_BAD_HOST &&
 		    err.reason != EGRESS_UNSUPPORTED)

@@ -444,12 +444,12 @@ static const struct http_bad {
 	{ B("GET http://a.example/ HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n"), 400, MAL, NULL },
 	{ B("CONNECT a.example:443 HTTP/1.1\r\nHost: a\r\nProxy-Authorization: Basic a\r\n"
 	    "Proxy-Authorization: Basic b\r\n\r\n"), 400, MAL, NULL },
-	/* versions */
-	{ B("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), 505, MAL, NULL },
-	{ B("CONNECT a.example:443 HTTP/2.0\r\nHost: a\r\n\r\n"), 505, MAL, NULL },
-	{ B("CONNECT a.example:443 HTTP/1.2\r\nHost: a\r\n\r\n"), 505, MAL, NULL },
-	{ B("GET http://a.example/ HTTP/0.9\r\n\r\n"), 505, MAL, NULL },
-	{ B("GET http://a.example/ HTTP/3.0\r\n\r\n"), 505, MAL, NULL },
+	/* versions: any but 1.0 and 1.1 is malformed-request, 400 like the rest (not 505) */
+	{ B("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), 400, MAL, NULL },
+	{ B("CONNECT a.example:443 HTTP/2.0\r\nHost: a\r\n\r\n"), 400, MAL, NULL },
+	{ B("CONNECT a.example:443 HTTP/1.2\r\nHost: a\r\n\r\n"), 400, MAL, NULL },
+	{ B("GET http://a.example/ HTTP/0.9\r\n\r\n"), 400, MAL, NULL },
+	{ B("GET http://a.example/ HTTP/3.0\r\n\r\n"), 400, MAL, NULL },
 	{ B("CONNECT a.example:443 HTTP/1.10\r\nHost: a\r\n\r\n"), 400, MAL, NULL },
 	{ B("CONNECT a.example:443 http/1.1\r\nHost: a\r\n\r\n"), 400, MAL, NULL },
 	{ B("CONNECT a.example:443 HTTP/1\r\nHost: a\r\n\r\n"), 400, MAL, NULL },
@@ -587,7 +587,7 @@ START_TEST(test_bad)
 		ck_assert_msg(memcmp(err.raw, c->raw, err.raw_len) == 0, "raw \"%s\", expected \"%s\"",
 		    show(err.raw, err.raw_len, b, sizeof(b)), c->raw);
 	}
-	/* the status the daemon sends matches the reason (431/505/405 aside) */
+	/* the status the daemon sends matches the reason (431/405 aside) */
 	if (c->status == 400)
 		ck_assert_int_eq(egress_reason_http_status(err.reason), 400);
 	free(p);
@@ -890,10 +890,6 @@ static const struct {
 	  "Connection: close\r\nContent-Type: text/plain\r\nContent-Length: 12\r\n\r\nunsupported\n" },
 	{ 431, EGRESS_MALFORMED_REQUEST,
 	  "HTTP/1.1 431 Request Header Fields Too Large\r\nEgress-Reason: malformed-request\r\n"
-	  "Connection: close\r\nContent-Type: text/plain\r\nContent-Length: 18\r\n\r\n"
-	  "malformed-request\n" },
-	{ 505, EGRESS_MALFORMED_REQUEST,
-	  "HTTP/1.1 505 HTTP Version Not Supported\r\nEgress-Reason: malformed-request\r\n"
 	  "Connection: close\r\nContent-Type: text/plain\r\nContent-Length: 18\r\n\r\n"
 	  "malformed-request\n" },
 	{ 504, EGRESS_DNS_TIMEOUT,
