@@ -81,6 +81,7 @@ struct conn {
 	struct host host;
 	uint16_t port;
 	bool has_host;
+	bool has_port;               /* port valid without a host (a bad-host refusal) */
 	struct dns_query *dq;
 	struct addr addrs[EGRESSD_MAX_ADDRS];
 	size_t naddrs, next;
@@ -167,7 +168,7 @@ conn_receipt_base(const struct conn *c, struct receipt *r, enum receipt_event ev
 	r->policy = c->p->digest;
 	r->frontend = frontend_names[c->fe];
 	r->host = c->has_host ? c->host.name : NULL;
-	r->port = c->has_host ? c->port : -1;
+	r->port = c->has_host || c->has_port ? c->port : -1;
 	r->addr = c->addr_text[0] ? c->addr_text : NULL;
 	r->sni = c->sni;
 	r->bytes_up = r->bytes_down = r->duration_ms = -1;
@@ -183,7 +184,7 @@ conn_log(const struct conn *c, const char *event, enum egress_reason reason, con
 	snprintf(port, sizeof(port), "%u", (unsigned)c->port);
 	log_info("event=%s principal=%s id=%s frontend=%s host=%s port=%s addr=%s reason=%s%s%s",
 	    event, c->p->name, c->id, frontend_names[c->fe] ? frontend_names[c->fe] : "-",
-	    c->has_host ? c->host.name : "-", c->has_host ? port : "-",
+	    c->has_host ? c->host.name : "-", c->has_host || c->has_port ? port : "-",
 	    c->addr_text[0] ? c->addr_text : "-", egress_reason_name(reason),
 	    why ? " why=" : "", why ? log_value(why, wbuf, sizeof(wbuf)) : "");
 }
@@ -237,7 +238,7 @@ conn_deny_receipt(struct conn *c, enum egress_reason reason, const char *why,
 	c->p->total_denied++;
 	c->p->denied[reason]++;
 	if (principal_deny_collapse(c->p, reason, c->has_host ? c->host.name : NULL,
-	    c->has_host ? c->port : -1, frontend_names[c->fe]))
+	    c->has_host || c->has_port ? c->port : -1, frontend_names[c->fe]))
 		return;
 	conn_receipt_base(c, &r, RECEIPT_DENY);
 	r.reason = reason;
@@ -744,9 +745,17 @@ conn_start_relay(struct conn *c, int fd)
 		break;
 	}
 	case FE_HTTP_FORWARD:
+		/* egressd writes the head, but it is the client's request: it counts as bytes
+		 * up and against the byte quota like the body that follows. */
 		bufferevent_write(c->ubev, c->fwd_head, c->fwd_head_len);
+		c->bytes_up += c->fwd_head_len;
+		c->p->bytes += c->fwd_head_len;
 		free(c->fwd_head);
 		c->fwd_head = NULL;
+		if (s->quota_bytes != EGRESS_UNLIMITED && c->p->bytes > s->quota_bytes) {
+			conn_close(c, EGRESS_QUOTA_BYTES, "quota-bytes");
+			return;
+		}
 		break;
 	default:
 		break;
@@ -1243,6 +1252,37 @@ conn_decide(struct conn *c)
 
 /* --- frontends -------------------------------------------------------------------- */
 
+/* A refused request still names its port when the parser read a valid one (bad-host). */
+static void
+conn_error_port(struct conn *c, const struct proto_error *err)
+{
+	if (err->has_port) {
+		c->port = err->port;
+		c->has_port = true;
+	}
+}
+
+/*
+ * The HTTP frontend's name from the bytes so far: http-connect once the request begins
+ * with the method CONNECT and its space (after any empty lines), http-forward otherwise
+ * (every other method, and a request line whose method is not complete yet). The first byte chose HTTP, so a
+ * partial request (handshake-timeout, a close mid-request, a parse error) has one too.
+ */
+static enum conn_frontend
+conn_http_frontend(const uint8_t *data, size_t len)
+{
+	static const char connect_sp[] = "CONNECT ";
+
+	/* Empty lines before the request line are skipped, as the parser does. */
+	while (len >= 2 && data[0] == '\r' && data[1] == '\n') {
+		data += 2;
+		len -= 2;
+	}
+	return len >= sizeof(connect_sp) - 1 &&
+	    memcmp(data, connect_sp, sizeof(connect_sp) - 1) == 0 ? FE_HTTP_CONNECT :
+	    FE_HTTP_FORWARD;
+}
+
 static void
 conn_http(struct conn *c, struct evbuffer *in)
 {
@@ -1254,6 +1294,7 @@ conn_http(struct conn *c, struct evbuffer *in)
 	enum proto_status st;
 
 	memset(&err, 0, sizeof(err));
+	c->fe = conn_http_frontend(data, want);
 	st = http_parse_request(data, want, req, &err);
 	if (st == PROTO_NEED_MORE) {
 		free(req);
@@ -1261,9 +1302,7 @@ conn_http(struct conn *c, struct evbuffer *in)
 	}
 	if (st == PROTO_ERROR) {
 		free(req);
-		/* The first byte chose HTTP: the method, if readable, says which frontend. */
-		c->fe = want >= 8 && memcmp(data, "CONNECT ", 8) == 0 ? FE_HTTP_CONNECT :
-		    FE_HTTP_FORWARD;
+		conn_error_port(c, &err);
 		conn_deny(c, err.reason, err.why, err.raw, err.raw_len, err.http_status, -1);
 		return;
 	}
@@ -1310,6 +1349,7 @@ conn_socks5(struct conn *c, struct evbuffer *in)
 			return;
 		if (st == PROTO_ERROR) {
 			/* The parser's own answer (method refusal, REP) goes out as it is. */
+			conn_error_port(c, &err);
 			conn_deny_receipt(c, err.reason, err.why, err.raw, err.raw_len);
 			conn_answer_and_close(c, reply, replylen);
 			return;
@@ -1354,6 +1394,7 @@ conn_socks4(struct conn *c, struct evbuffer *in)
 	if (st == PROTO_NEED_MORE)
 		return;
 	if (st == PROTO_ERROR) {
+		conn_error_port(c, &err);
 		conn_deny(c, err.reason, err.why, err.raw, err.raw_len, 0, err.socks_rep);
 		return;
 	}
@@ -1375,6 +1416,7 @@ conn_native(struct conn *c, struct evbuffer *in)
 	if (st == PROTO_NEED_MORE)
 		return;
 	if (st == PROTO_ERROR) {
+		conn_error_port(c, &err);
 		conn_deny(c, err.reason, err.why, err.raw, err.raw_len, 0, -1);
 		return;
 	}
@@ -1399,12 +1441,16 @@ conn_client_read(struct bufferevent *bev, void *arg)
 			c->state = CS_SOCKS4;
 			c->fe = FE_SOCKS4;
 		} else if (first == 'E') {
-			/* "EGR1" is the native connector; anything else starting with E is HTTP. */
+			/*
+			 * "EGR1" is the native connector; anything else starting with E is HTTP,
+			 * decided at the first byte that differs (until then, no frontend yet).
+			 */
 			uint8_t magic[4];
+			ev_ssize_t n = evbuffer_copyout(in, magic, 4);
 
-			if (evbuffer_copyout(in, magic, 4) < 4)
+			if (n < 4 && memcmp(magic, EGRESS_NATIVE_MAGIC, (size_t)n) == 0)
 				return;
-			if (memcmp(magic, EGRESS_NATIVE_MAGIC, 4) == 0) {
+			if (n == 4 && memcmp(magic, EGRESS_NATIVE_MAGIC, 4) == 0) {
 				c->state = CS_NATIVE;
 				c->fe = FE_NATIVE;
 			} else

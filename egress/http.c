@@ -281,6 +281,8 @@ http_authority(const uint8_t *a, size_t n, bool port_required, struct http_reque
 	if (host_parse((const char *)a, hlen, &req->host, &why) == -1) {
 		err->raw = a;
 		err->raw_len = hlen;
+		err->has_port = true;        /* parsed above, or the default 80 */
+		err->port = req->port;
 		return http_fail(err, 400, EGRESS_BAD_HOST, why);
 	}
 	return PROTO_OK;

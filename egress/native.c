@@ -30,6 +30,7 @@ native_parse(const uint8_t *buf, size_t len, size_t *consumed, struct native_req
 	const char *why;
 
 	memset(req, 0, sizeof(*req));
+	memset(err, 0, sizeof(*err));
 	*consumed = 0;
 	/* Refuse a wrong byte as soon as it is seen, not after a timeout. */
 	for (size_t i = 0; i < len && i < 4; i++)
@@ -50,8 +51,11 @@ native_parse(const uint8_t *buf, size_t len, size_t *consumed, struct native_req
 		return native_fail(err, EGRESS_MALFORMED_REQUEST, "empty host", NULL, 0);
 	if (len < EGRESS_NATIVE_HEAD + hostlen)
 		return PROTO_NEED_MORE;
-	if (host_parse((const char *)buf + EGRESS_NATIVE_HEAD, hostlen, &req->host, &why) == -1)
+	if (host_parse((const char *)buf + EGRESS_NATIVE_HEAD, hostlen, &req->host, &why) == -1) {
+		err->has_port = true;        /* checked above: not 0 */
+		err->port = req->port;
 		return native_fail(err, EGRESS_BAD_HOST, why, buf + EGRESS_NATIVE_HEAD, hostlen);
+	}
 	*consumed = EGRESS_NATIVE_HEAD + hostlen;
 	return PROTO_OK;
 }

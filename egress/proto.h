@@ -31,6 +31,8 @@ struct proto_error {
 	const char *why;             /* static text for the log */
 	const uint8_t *raw;          /* the offending host bytes, for the receipt's "raw" */
 	size_t raw_len;
+	bool has_port;               /* bad-host: the request's port (1..65535) was valid, */
+	uint16_t port;               /* so the receipt still names it */
 };
 
 /* --- http.c -------------------------------------------------------------------------- */

@@ -254,6 +254,8 @@ socks5_request(struct socks5 *s, const uint8_t *buf, size_t len, size_t *consume
 			*consumed = need;
 			err->raw = buf + SOCKS5_REQUEST_FIXED + 1;
 			err->raw_len = nlen;
+			err->port = socks_port(buf + need - 2);
+			err->has_port = err->port != 0;
 			return socks5_refuse(reply, replylen, err, EGRESS_BAD_HOST,
 			    SOCKS5_REP_NOT_ALLOWED, why);
 		}
@@ -376,6 +378,8 @@ socks4_parse(const uint8_t *buf, size_t len, size_t *consumed, struct socks_requ
 		    &why) == -1) {
 			err->raw = buf + uend + 1;
 			err->raw_len = nend - uend - 1;
+			err->port = req->port;
+			err->has_port = req->port != 0;
 			return socks_fail(err, EGRESS_BAD_HOST, -1, why);
 		}
 		req->by_name = true;

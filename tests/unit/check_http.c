@@ -565,6 +565,34 @@ static const struct http_bad {
 	{ B("POST http://a.example/ HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n"), 400, MAL, NULL },
 };
 
+/*
+ * The port of a bad-host row, read from its request target independently of the parser:
+ * the digits after the last ':' of the authority (after ']' for a bracketed host), or 80.
+ */
+static unsigned
+bad_host_port(const char *in, size_t len)
+{
+	const char *t = memchr(in, ' ', len), *end, *a, *colon = NULL;
+	unsigned port = 0;
+
+	ck_assert_ptr_nonnull(t);
+	t++;
+	end = memchr(t, ' ', len - (size_t)(t - in));
+	ck_assert_ptr_nonnull(end);
+	a = strncmp(t, "http://", 7) == 0 ? t + 7 : t;
+	for (const char *q = a; q < end && *q != '/' && *q != '?'; q++) {
+		if (*q == ']')
+			colon = NULL;
+		else if (*q == ':')
+			colon = q;
+	}
+	if (colon == NULL)
+		return 80;
+	for (const char *q = colon + 1; q < end && *q >= '0' && *q <= '9'; q++)
+		port = port * 10 + (unsigned)(*q - '0');
+	return port;
+}
+
 START_TEST(test_bad)
 {
 	const struct http_bad *c = &http_bad[_i];
@@ -587,6 +615,14 @@ START_TEST(test_bad)
 		ck_assert_msg(memcmp(err.raw, c->raw, err.raw_len) == 0, "raw \"%s\", expected \"%s\"",
 		    show(err.raw, err.raw_len, b, sizeof(b)), c->raw);
 	}
+	/* bad-host still names the request's port (the receipt carries it); nothing else does */
+	if (c->reason == BADHOST)
+		ck_assert_msg(err.has_port && err.port == bad_host_port(c->in, c->len),
+		    "\"%s\": port %d/%u, expected %u", show(c->in, c->len, b, sizeof(b)),
+		    err.has_port, err.port, bad_host_port(c->in, c->len));
+	else
+		ck_assert_msg(!err.has_port, "\"%s\": a port without bad-host",
+		    show(c->in, c->len, b, sizeof(b)));
 	/* the status the daemon sends matches the reason (431/405 aside) */
 	if (c->status == 400)
 		ck_assert_int_eq(egress_reason_http_status(err.reason), 400);

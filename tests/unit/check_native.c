@@ -110,7 +110,11 @@ START_TEST(test_bad)
 	if (bad[_i].reason == EGRESS_BAD_HOST) {
 		ck_assert_uint_eq(err.raw_len, bad[_i].hostlen);
 		ck_assert(memcmp(err.raw, bad[_i].host, bad[_i].hostlen) == 0);
-	}
+		/* the receipt still names the port */
+		ck_assert(err.has_port);
+		ck_assert_uint_eq(err.port, bad[_i].port);
+	} else
+		ck_assert(!err.has_port);
 }
 END_TEST
 

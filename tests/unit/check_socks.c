@@ -325,6 +325,12 @@ s5_check(const struct s5_case *c, const uint8_t *p, size_t len)
 		    egress_reason_name(c->reason));
 		ck_assert_int_eq(err.socks_rep, c->rep);
 		ck_assert_msg(err.why != NULL && err.why[0] != '\0', "refused without a reason");
+		/* bad-host names the port that follows the name (the receipt carries it) */
+		if (err.reason == EGRESS_BAD_HOST) {
+			ck_assert(err.has_port);
+			ck_assert_uint_eq(err.port, (unsigned)(p[5 + p[4]] << 8 | p[6 + p[4]]));
+		} else
+			ck_assert(!err.has_port);
 		if (c->raw != NULL) {
 			ck_assert_uint_eq(err.raw_len, c->raw_len);
 			ck_assert(err.raw >= p && err.raw + err.raw_len <= p + len);
@@ -713,6 +719,12 @@ s4_check(const struct s4_case *c, const uint8_t *p, size_t len)
 		ck_assert_msg(err.why != NULL && err.why[0] != '\0', "refused without a reason");
 		/* -1: the table's CD, 91 for every refusal */
 		ck_assert_int_eq(err.socks_rep, -1);
+		/* bad-host names DSTPORT (the receipt carries it) */
+		if (err.reason == EGRESS_BAD_HOST) {
+			ck_assert(err.has_port);
+			ck_assert_uint_eq(err.port, (unsigned)(p[2] << 8 | p[3]));
+		} else
+			ck_assert(!err.has_port);
 		ck_assert_int_eq(egress_reason_socks4(err.reason), 91);
 		if (c->raw != NULL) {
 			ck_assert_uint_eq(err.raw_len, c->raw_len);
