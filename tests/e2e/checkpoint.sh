@@ -33,6 +33,11 @@ expect_eq "periodic checkpoints and one shutdown checkpoint were written" "1 1" 
     "$([ "$ck" -ge 2 ] && echo 1) $(grep -c '"detail":"shutdown"' "$RCPT")"
 expect_eq "the shutdown checkpoint is the last record" checkpoint \
     "$(tail -n 1 "$RCPT" | py_field event)"
+# docs/receipts.md describes these records: the event and its detail.
+row() { grep "^| \`$1\` |" "$top_srcdir/docs/receipts.md"; }
+expect_match "docs/receipts.md: the event row lists checkpoint" '`checkpoint`' "$(row event)"
+expect_match "docs/receipts.md: the detail row has the checkpoint's shutdown" \
+    '^\| `detail` \| [^|]*checkpoint[^|]*\|.*`shutdown`' "$(row detail)"
 out=$("$EGRESSCTL" receipts verify --file "$RCPT" --pubkey sign.pub)
 expect_eq "verify --pubkey (no secret): exit 0" 0 "$?"
 expect_match "verify --pubkey: the shutdown checkpoint covers everything" \
