@@ -712,6 +712,7 @@ cmd_receipts_verify(int argc, char **argv)
 	struct rcpt_verify v;
 	struct egress_key key;
 	char err[512];
+	bool unreadable = false;
 	int ch, rc;
 
 	optind = 1;
@@ -734,9 +735,10 @@ cmd_receipts_verify(int argc, char **argv)
 	memset(&v, 0, sizeof(v));
 	memset(v.prev, '0', RCPT_HEX_LEN);
 	if (keyfile != NULL) {
+		/* A key that cannot be read is a runtime failure (1), not a usage error. */
 		if (egress_key_load(keyfile, &key, err, sizeof(err)) == -1) {
 			fprintf(stderr, "%s: --key %s\n", progname, err);
-			return 2;
+			return 1;
 		}
 		v.key = &key;
 	}
@@ -745,18 +747,19 @@ cmd_receipts_verify(int argc, char **argv)
 		fprintf(stderr, "%s: --pubkey %s\n", progname, err);
 		if (v.key)
 			egress_key_clear(&key);
-		return 2;
+		return 1;
 	}
 	rc = 0;
 	for (i = 0; i < nfiles && !v.broken; i++)
 		if (rcpt_verify_file(&v, files[i]) == -1) {
-			rc = 2;
+			rc = 1;              /* the message says which file */
+			unreadable = true;
 			break;
 		}
-	if (rc == 0 && !v.broken && v.torn)
+	if (!unreadable && !v.broken && v.torn)
 		rcpt_break(&v, v.torn_file, v.torn_lineno, NULL, v.torn_nonl ?
 		    "torn line at the end (not repaired)" : "unparseable line");
-	if (rc == 0 && !v.broken && v.pubkey != NULL && v.checkpoints == 0)
+	if (!unreadable && !v.broken && v.pubkey != NULL && v.checkpoints == 0)
 		rcpt_break(&v, files[nfiles - 1], 0, NULL, "no checkpoint: nothing is signed "
 		    "(is signing-key set in egressd.conf?)");
 	if (v.broken) {
@@ -768,7 +771,7 @@ cmd_receipts_verify(int argc, char **argv)
 		printf("%llu records verified before the first break\n",
 		    (unsigned long long)v.records);
 		rc = 1;
-	} else if (rc == 0) {
+	} else if (!unreadable) {
 		printf("%llu records verified%s", (unsigned long long)v.records,
 		    v.key ? ", MACs good" : ", chain only (no --key)");
 		if (v.repaired)

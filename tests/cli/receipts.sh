@@ -29,8 +29,8 @@ expect_eq "a good file verifies without a key (chain only)" \
 rc=0" "$(verify --file t.jsonl)"
 expect_eq "the default file is /var/lib/egress/receipts.jsonl" \
     "egressctl: /var/lib/egress/receipts.jsonl: No such file or directory
-rc=2" "$(if [ -e /var/lib/egress/receipts.jsonl ]; then
-	printf 'egressctl: /var/lib/egress/receipts.jsonl: No such file or directory\nrc=2'
+rc=1" "$(if [ -e /var/lib/egress/receipts.jsonl ]; then
+	printf 'egressctl: /var/lib/egress/receipts.jsonl: No such file or directory\nrc=1'
 	else verify; fi)"
 
 # --- verify: tampering, each at its record ----------------------------------------------------
@@ -135,7 +135,21 @@ expect_eq "--file without its argument is a usage error" 2 \
     "$("$CTL" receipts verify --file >/dev/null 2>&1; echo $?)"
 expect_eq "an operand is a usage error" 2 \
     "$("$CTL" receipts verify t.jsonl >/dev/null 2>&1; echo $?)"
-expect_eq "a missing file" 2 "$("$CTL" receipts verify --file nope >/dev/null 2>&1; echo $?)"
+# A file or key that cannot be read is a runtime failure (1), not a usage error (2).
+expect_eq "a missing file: exit 1, saying which" "egressctl: nope: No such file or directory
+rc=1" "$(verify --file nope)"
+expect_eq "a missing second file: exit 1, after nothing printed as verified" \
+    "egressctl: nope: No such file or directory
+rc=1" "$(verify --file t.jsonl --file nope --key key)"
+mkdir unreadable.d
+expect_eq "a file that cannot be read (a directory): exit 1" 1 \
+    "$("$CTL" receipts verify --file unreadable.d >/dev/null 2>&1; echo $?)"
+expect_eq "a missing --key: exit 1" 1 \
+    "$("$CTL" receipts verify --file t.jsonl --key nope.key >/dev/null 2>&1; echo $?)"
+expect_eq "a missing --pubkey: exit 1" 1 \
+    "$("$CTL" receipts verify --file t.jsonl --pubkey nope.pub >/dev/null 2>&1; echo $?)"
+expect_eq "an unknown option is still a usage error" 2 \
+    "$("$CTL" receipts verify --file t.jsonl --nope >/dev/null 2>&1; echo $?)"
 expect_eq "a bad --since" 2 "$("$CTL" receipts --file t.jsonl --since yesterday >/dev/null 2>&1; echo $?)"
 expect_eq "a bad --decision" 2 "$("$CTL" receipts --file t.jsonl --decision maybe >/dev/null 2>&1; echo $?)"
 
