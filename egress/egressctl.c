@@ -49,7 +49,8 @@ usage(const char *msg)
 	    "       egressctl receipts [--file F ...] [--principal P] [--since T] [--until T]\n"
 	    "                 [--decision allow|deny] [--reason R] [--host GLOB] [--follow]\n"
 	    "                 [--json]\n"
-	    "       egressctl receipts verify [--file F ...] [--key FILE] [--pubkey FILE]\n");
+	    "       egressctl receipts verify [--file F ...] [--key FILE]\n"
+	    "                 [--pubkey FILE [--complete]]\n");
 	exit(2);
 }
 
@@ -705,6 +706,7 @@ cmd_receipts_verify(int argc, char **argv)
 		{ "file", required_argument, NULL, 'f' },
 		{ "key", required_argument, NULL, 'k' },
 		{ "pubkey", required_argument, NULL, 'p' },
+		{ "complete", no_argument, NULL, 'c' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *files[RCPT_MAX_FILES], *keyfile = NULL, *pubfile = NULL;
@@ -712,7 +714,7 @@ cmd_receipts_verify(int argc, char **argv)
 	struct rcpt_verify v;
 	struct egress_key key;
 	char err[512];
-	bool unreadable = false;
+	bool unreadable = false, complete = false;
 	int ch, rc;
 
 	optind = 1;
@@ -725,11 +727,15 @@ cmd_receipts_verify(int argc, char **argv)
 			break;
 		case 'k': keyfile = optarg; break;
 		case 'p': pubfile = optarg; break;
+		case 'c': complete = true; break;
 		default: usage(NULL);
 		}
 	}
 	if (optind != argc)
 		usage("receipts verify takes no operand (use --file)");
+	/* Only a signature tells egressd's shutdown checkpoint from one anyone appended. */
+	if (complete && pubfile == NULL)
+		usage("--complete needs --pubkey");
 	if (nfiles == 0)
 		files[nfiles++] = RCPT_DEFAULT_FILE;
 	memset(&v, 0, sizeof(v));
@@ -786,6 +792,15 @@ cmd_receipts_verify(int argc, char **argv)
 			    v.last_ckpt_shutdown ? " (egressd's shutdown)" : "",
 			    (unsigned long long)(v.records - v.covered),
 			    v.records - v.covered == 1 ? "" : "s");
+		/*
+		 * A live file legitimately ends without the shutdown checkpoint; a finished one
+		 * (--complete) must, or its tail was cut, even right after a periodic one.
+		 */
+		if (complete && !(v.last_ckpt_shutdown && v.records == v.covered)) {
+			printf("not complete: the last record is not egressd's shutdown "
+			    "checkpoint (the tail was cut, or egressd is still writing)\n");
+			rc = 1;
+		}
 	}
 	if (v.key)
 		egress_key_clear(&key);

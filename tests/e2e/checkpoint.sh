@@ -4,7 +4,9 @@
 # of the line before it, its sig an Ed25519 signature over "egress-checkpoint-1\0" + seq
 # + head. `egressctl receipts verify --pubkey` then needs no secret: a record rewritten and
 # the chain recomputed is caught at the next checkpoint, a wrong key or a missing
-# signature refused, and what follows the last checkpoint is counted as not covered.
+# signature refused, and what follows the last checkpoint is counted as not covered;
+# --complete refuses a file whose last record is not the shutdown checkpoint (a tail cut,
+# also right after a periodic checkpoint).
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/e2e/lib.sh"
 e2e_need openssl
 cd "$WORK" || exit 1
@@ -44,6 +46,10 @@ expect_match "verify --pubkey: the shutdown checkpoint covers everything" \
     "^$ck checkpoints signed, the last at seq [0-9]+ \(egressd's shutdown\); 0 records after it" "$out"
 out=$("$EGRESSCTL" receipts verify --file "$RCPT" --pubkey sign.pub --key "$KEY")
 expect_eq "verify --pubkey --key: exit 0" 0 "$?"
+out=$("$EGRESSCTL" receipts verify --file "$RCPT" --pubkey sign.pub --complete)
+expect_eq "verify --complete: a file ending in the shutdown checkpoint: exit 0" 0 "$?"
+"$EGRESSCTL" receipts verify --file "$RCPT" --complete >/dev/null 2>&1
+expect_eq "verify --complete without --pubkey: a usage error" 2 "$?"
 
 "$EGRESSCTL" receipts verify --file "$RCPT" --pubkey other.pub >/dev/null
 expect_eq "another public key: exit 1" 1 "$?"
@@ -79,6 +85,20 @@ head -n "$((last_periodic + 1))" "$RCPT" > cut.jsonl
 out=$("$EGRESSCTL" receipts verify --file cut.jsonl --pubkey sign.pub)
 expect_match "a cut tail: the last checkpoint is not the shutdown one, and what follows is counted" \
     "the last at seq [0-9]+; 1 record after it not covered" "$out"
+out=$("$EGRESSCTL" receipts verify --file cut.jsonl --pubkey sign.pub --complete)
+expect_eq "a cut tail with --complete: exit 1" 1 "$?"
+expect_match "... saying it is not complete" "^not complete: the last record is not egressd's shutdown checkpoint" \
+    "$(echo "$out" | tail -n 1)"
+# Cut exactly after the periodic checkpoint: a live file may end just so (exit 0), a
+# finished one may not (--complete).
+head -n "$last_periodic" "$RCPT" > cut-at-ckpt.jsonl
+out=$("$EGRESSCTL" receipts verify --file cut-at-ckpt.jsonl --pubkey sign.pub)
+expect_eq "cut right after a periodic checkpoint: a live file, exit 0" 0 "$?"
+expect_match "... its last checkpoint is not egressd's shutdown" \
+    "the last at seq [0-9]+; 0 records after it" "$out"
+out=$("$EGRESSCTL" receipts verify --file cut-at-ckpt.jsonl --pubkey sign.pub --complete)
+expect_eq "cut right after a periodic checkpoint, --complete: exit 1" 1 "$?"
+expect_match "... saying it is not complete" "^not complete: " "$(echo "$out" | tail -n 1)"
 
 # A file without checkpoints proves nothing to a pubkey verifier.
 head -n 2 "$RCPT" > nockpt.jsonl
