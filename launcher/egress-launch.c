@@ -30,6 +30,8 @@
 
 #define LAUNCH_READY_MS 5000         /* the relay must listen within this */
 #define LAUNCH_DEFAULT_LISTEN "127.0.0.1:3128"
+#define LAUNCH_EXIT_USAGE 2          /* the SPEC's usage or configuration error */
+#define LAUNCH_EXIT_SETUP 125        /* a step before the command failed (as env(1)) */
 
 static void __attribute__((noreturn))
 usage(const char *msg)
@@ -38,14 +40,14 @@ usage(const char *msg)
 		fprintf(stderr, "egress-launch: %s\n", msg);
 	fprintf(stderr, "usage: egress-launch --egress PATH [--listen ADDR:PORT] [--expect DEV:INO]\n"
 	    "                     [--seccomp-log] [--status-fd FD] -- CMD [ARG ...]\n");
-	exit(125);
+	exit(LAUNCH_EXIT_USAGE);
 }
 
 static void __attribute__((noreturn))
 fail(const char *what)
 {
 	fprintf(stderr, "egress-launch: %s\n", what);
-	exit(125);
+	exit(LAUNCH_EXIT_SETUP);
 }
 
 /* egress-relay lives next to egress-launch, else in PATH. */
@@ -98,7 +100,7 @@ launch_relay(const char *egress, const char *listen_spec, const char *expect)
 		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 		close(p[0]);
 		if (fcntl(p[1], F_SETFD, 0) == -1)
-			_exit(125);
+			_exit(LAUNCH_EXIT_SETUP);
 		snprintf(fdarg, sizeof(fdarg), "%d", p[1]);
 		argv[i++] = relay;
 		argv[i++] = "--listen";
@@ -119,7 +121,7 @@ launch_relay(const char *egress, const char *listen_spec, const char *expect)
 		else
 			execvp(relay, (char *const *)argv);
 		fprintf(stderr, "egress-launch: cannot run %s: %s\n", relay, strerror(errno));
-		_exit(125);
+		_exit(LAUNCH_EXIT_SETUP);
 	}
 	close(p[1]);
 	{
@@ -219,7 +221,12 @@ main(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'e': egress = optarg; break;
-		case 'l': listen_spec = optarg; break;
+		case 'l':
+			/* ADDR:PORT; egress-relay checks the rest (loopback, a port). */
+			if (strrchr(optarg, ':') == NULL || strlen(optarg) >= 64)
+				usage("--listen takes ADDR:PORT");
+			listen_spec = optarg;
+			break;
 		case 'x': expect = optarg; break;
 		case 'L': seccomp_log = true; break;
 		case 's':
