@@ -373,6 +373,16 @@ conf_directive(struct conf_parse *cp, const struct conf_field *f, size_t nf)
 			c->syslog = true;
 		return;
 	}
+	if (field_eq(&f[0], "log")) {
+		/* Where egressd's own logfmt lines go; receipts are the syslog directive's. */
+		if (nf == 2 && field_eq(&f[1], "stderr"))
+			c->log_syslog = false;
+		else if (nf == 2 && field_eq(&f[1], "syslog"))
+			c->log_syslog = true;
+		else
+			conf_error(cp, nf >= 2 ? f[1].col : f[0].col, "expected: log stderr|syslog");
+		return;
+	}
 	if (field_eq(&f[0], "metrics-listen")) {
 		struct addr a;
 		const char *colon = nf == 2 ? memrchr(f[1].s, ':', f[1].len) : NULL;

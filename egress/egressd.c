@@ -348,7 +348,8 @@ main(int argc, char **argv)
 		printf("%s: configuration ok, %zu principals\n", file, conf_current->nprincipals);
 		return 0;
 	}
-	log_init(false, debug);
+	/* -d adds debug lines wherever the log goes (log stderr|syslog). */
+	log_init(conf_current->log_syslog, debug);
 	signal(SIGPIPE, SIG_IGN);
 	egressd_started = time(NULL);
 	{

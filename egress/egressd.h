@@ -77,6 +77,7 @@ struct conf {
 	char *user;
 	char *metrics_listen;        /* ADDR:PORT, or NULL */
 	bool syslog;                 /* each receipt also to syslog(3) */
+	bool log_syslog;             /* log syslog: egressd's own log lines to syslog(3) */
 	uint64_t receipts_rotate;    /* bytes; 0: only on SIGUSR1 */
 	unsigned grace;              /* seconds */
 	struct conf_principal *principals;

@@ -3,6 +3,8 @@
 # (chain and MAC included), to syslog(3). egressd runs in a mount namespace of the test's
 # own where /dev/log is a datagram socket the test listens on (bind-mounted over the
 # host's, or on a private /dev when the host has none): nothing reaches the host's logger.
+# `log syslog` sends egressd's own logfmt lines there instead of stderr (-d adds the debug
+# ones, at priority debug); `log` with another value is refused.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/e2e/lib.sh"
 e2e_need unshare mount
 cd "$WORK" || exit 1
@@ -72,4 +74,43 @@ sed -n 's/^<30>.* egressd\[[0-9]*\]: //p' syslog.out | grep '^{"seq"' > from-sys
 expect_eq "syslog got every receipt line, byte for byte, in order" "" \
     "$(diff "$RCPT" from-syslog.txt)"
 expect_match "facility daemon, priority info (<30>)" '^<30>' "$(grep '"seq":1,' syslog.out)"
+expect_match "without log syslog, egressd's own lines go to stderr" "level=info event=started " \
+    "$(cat egressd.err)"
+expect_eq "... and none to syslog" "" "$(grep 'level=' syslog.out)"
+
+# --- log syslog: egressd's own lines to syslog, the receipts to their file only -------------
+"$EGRESSD" -t -c /dev/stdin <<EOF2 >/dev/null 2>conf.err
+runtime-dir $RUN
+control $CTL
+receipts $RCPT
+log journal
+EOF2
+expect_eq "log with another value: configuration refused (exit 2)" 2 "$?"
+expect_match "... at its line and column" "^/dev/stdin:4:5: .*log stderr\|syslog" "$(cat conf.err)"
+mv "$RCPT" first.jsonl
+: > syslog.out
+conf_begin "log syslog"
+principal sl s.policy
+CLOSED=$(freeport)
+spawn egressd unshare -m ./egressd-ns.sh -d -c "$WORK/egressd.conf"
+EGRESSD_PID=$SPAWNED
+syslog_has() { grep -q -- "$1" syslog.out 2>/dev/null; }
+wait_until syslog_has "level=info event=started " ||
+    { echo "Bail out! egressd did not log to syslog: $(cat "$WORK/egressd.err")"; exit 99; }
+expect_match "log syslog: egressd's start-up line, priority info (<30>)" \
+    '^<30>.* egressd\[[0-9]+\]: level=info event=started ' "$(grep 'event=started' syslog.out)"
+py tunnel connect "$RUN/sl.sock" nope.example.org 443 >/dev/null
+py tunnel socks5 "$RUN/sl.sock" s.e2e.test "$CLOSED" >/dev/null
+wait_until syslog_has "event=connect-failed"
+expect_match "log syslog: a deny, logged at info" \
+    '^<30>.*: level=info event=deny principal=sl .*host=nope.example.org' "$(grep 'event=deny' syslog.out)"
+expect_match "log syslog with -d: debug lines too, priority debug (<31>)" \
+    '^<31>.*: level=debug event=connect-failed ' "$(grep 'event=connect-failed' syslog.out | head -n 1)"
+kill -TERM "$EGRESSD_PID"
+wait "$EGRESSD_PID" 2>/dev/null
+expect_eq "log syslog: no log line on stderr" "" "$(grep 'level=' egressd.err)"
+expect_eq "log syslog: no receipt in syslog (that is the syslog directive's)" "" \
+    "$(grep '{"seq"' syslog.out)"
+expect_eq "log syslog: the receipts are still in their file" 1 \
+    "$(grep -c '"host":"nope.example.org"' "$RCPT")"
 finish
