@@ -810,17 +810,46 @@ cmd_receipts_verify(int argc, char **argv)
 	return rc;
 }
 
+#define RCPT_TIME_FRAC_MAX 9           /* fraction digits read; the first 3 are kept */
+
+/* Exactly n ASCII digits at p (no sign, no space: sscanf's %d takes both). */
+static bool
+rcpt_digits(const char *p, int n, int *v)
+{
+	*v = 0;
+	for (int i = 0; i < n; i++) {
+		if (p[i] < '0' || p[i] > '9')
+			return false;
+		*v = *v * 10 + (p[i] - '0');
+	}
+	return true;
+}
+
+static int
+rcpt_days_in_month(int y, int mo)
+{
+	static const int days[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+
+	if (mo == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0))
+		return 29;
+	return days[mo - 1];
+}
+
 /*
  * A time argument as egressd writes times, "YYYY-MM-DDTHH:MM:SS.mmmZ", so that records
- * compare as strings: ISO 8601 (seconds and milliseconds optional, Z optional) or relative
- * to now (-90s, -30m, -1h, -2d). Returns -1 when it is neither.
+ * compare as strings. Accepted, strictly (fixed field widths, nothing else around):
+ *   YYYY-MM-DD                                  midnight UTC
+ *   YYYY-MM-DD{T| }hh:mm[:ss[.f]][Z|+hh:mm|-hh:mm|+hhmm|-hhmm|+hh|-hh]
+ * with 1 to RCPT_TIME_FRAC_MAX fraction digits (milliseconds kept), no zone meaning UTC,
+ * and an offset converted to UTC; or relative to now (-90s, -30m, -1h, -2d). Returns -1
+ * when it is none of these.
  */
 static int
 rcpt_parse_time(const char *arg, char out[32])
 {
 	struct tm tm;
 	time_t t;
-	int y, mo, d, h, mi, sec = 0, ms = 0, n = 0;
+	int y, mo, d, h = 0, mi = 0, sec = 0, ms = 0, off = 0;
 	char *end;
 
 	if (arg[0] == '-') {
@@ -848,33 +877,80 @@ rcpt_parse_time(const char *arg, char out[32])
 		mi = tm.tm_min;
 		sec = tm.tm_sec;
 	} else {
-		const char *p;
+		const char *p = arg;
 
-		if (sscanf(arg, "%4d-%2d-%2dT%2d:%2d%n", &y, &mo, &d, &h, &mi, &n) != 5 || n != 16)
+		if (!rcpt_digits(p, 4, &y) || p[4] != '-' || !rcpt_digits(p + 5, 2, &mo) ||
+		    p[7] != '-' || !rcpt_digits(p + 8, 2, &d))
 			return -1;
-		p = arg + n;
-		if (p[0] == ':') {
-			if (!(p[1] >= '0' && p[1] <= '9' && p[2] >= '0' && p[2] <= '9'))
+		p += 10;
+		if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > rcpt_days_in_month(y, mo))
+			return -1;
+		if (*p != '\0') {
+			if ((p[0] != 'T' && p[0] != ' ') || !rcpt_digits(p + 1, 2, &h) ||
+			    p[3] != ':' || !rcpt_digits(p + 4, 2, &mi))
 				return -1;
-			sec = (p[1] - '0') * 10 + (p[2] - '0');
-			p += 3;
-			if (p[0] == '.') {
-				int digits = 0;
-
-				for (p++; *p >= '0' && *p <= '9'; p++, digits++)
-					if (digits < 3)
-						ms = ms * 10 + (*p - '0');
-				if (digits == 0)
+			p += 6;
+			if (p[0] == ':') {
+				if (!rcpt_digits(p + 1, 2, &sec))
 					return -1;
-				for (; digits < 3; digits++)
-					ms *= 10;
+				p += 3;
+				if (p[0] == '.') {
+					int digits = 0;
+
+					for (p++; *p >= '0' && *p <= '9'; p++, digits++) {
+						if (digits == RCPT_TIME_FRAC_MAX)
+							return -1;
+						if (digits < 3)
+							ms = ms * 10 + (*p - '0');
+					}
+					if (digits == 0)
+						return -1;
+					for (; digits < 3; digits++)
+						ms *= 10;
+				}
 			}
+			if (p[0] == 'Z') {
+				p++;
+			} else if (p[0] == '+' || p[0] == '-') {
+				int oh, om = 0;
+
+				if (!rcpt_digits(p + 1, 2, &oh))
+					return -1;
+				if (p[3] == ':') {
+					if (!rcpt_digits(p + 4, 2, &om) || p[6] != '\0')
+						return -1;
+				} else if (p[3] != '\0' && (!rcpt_digits(p + 3, 2, &om) ||
+				    p[5] != '\0'))
+					return -1;
+				if (oh > 23 || om > 59)
+					return -1;
+				off = (p[0] == '-' ? -1 : 1) * (oh * 60 + om);
+				p += strlen(p);
+			}
+			if (*p != '\0' || h > 23 || mi > 59 || sec > 60)
+				return -1;
 		}
-		if (p[0] == 'Z')
-			p++;
-		if (*p != '\0' || y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 ||
-		    mi > 59 || sec > 60)
-			return -1;
+		if (off != 0) {
+			/* Local time minus its offset is UTC; timegm carries across days. */
+			memset(&tm, 0, sizeof(tm));
+			tm.tm_year = y - 1900;
+			tm.tm_mon = mo - 1;
+			tm.tm_mday = d;
+			tm.tm_hour = h;
+			tm.tm_min = mi;
+			tm.tm_sec = sec;
+			if ((t = timegm(&tm)) == (time_t)-1)
+				return -1;
+			t -= (time_t)off * 60;
+			if (gmtime_r(&t, &tm) == NULL || tm.tm_year + 1900 < 1970)
+				return -1;
+			y = tm.tm_year + 1900;
+			mo = tm.tm_mon + 1;
+			d = tm.tm_mday;
+			h = tm.tm_hour;
+			mi = tm.tm_min;
+			sec = tm.tm_sec;
+		}
 	}
 	snprintf(out, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", y % 10000, mo % 100, d % 100,
 	    h % 100, mi % 100, sec % 100, ms % 1000);

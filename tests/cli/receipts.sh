@@ -187,6 +187,77 @@ expect_eq "--since and --until" "3 4 " "$(ids --since 2026-11-29T12:30 --until 2
 expect_eq "--since -1h (relative)" "6 " "$(ids --since -1h)"
 expect_eq "--since -180m --until -30m" "5 " "$(ids --since -180m --until -30m)"
 expect_eq "--since -7200s includes nothing older" "6 " "$(ids --since -7100s)"
+# ISO 8601 --until (exclusive), one per line: ARGUMENT|IDS OF THE RECORDS BEFORE IT.
+# A date alone is midnight UTC; T or a space; an offset is converted to UTC (also across
+# a day); the record times are 12:00:00.123, 12:00:01, 12:05, 12:30, 13:00, 13:00:05 UTC.
+while IFS='|' read -r arg want; do
+	expect_eq "--until '$arg'" "$want" "$(ids --until "$arg")"
+done <<'EOF2'
+2026-11-29|
+2026-11-29T12:05|1 1 
+2026-11-29T12:05Z|1 1 
+2026-11-29 12:05|1 1 
+2026-11-29 12:05:00Z|1 1 
+2026-11-29T13:05:00+01:00|1 1 
+2026-11-29T13:05+0100|1 1 
+2026-11-29T13:05+01|1 1 
+2026-11-29T07:05-05:00|1 1 
+2026-11-29T06:35:00.000-0530|1 1 
+2026-11-29T12:05+00:00|1 1 
+2026-11-29T12:05-00:00|1 1 
+2026-11-29T12:00:01.001+00:00|1 1 
+2026-11-29T13:00:01+01:00|1 
+2026-11-29T12:00:00.124|1 
+2026-11-29T12:00:00.1239999|
+2026-11-30T00:05+11:00|1 1 2 3 4 4 
+2026-11-28T23:30-12:30|
+2026-11-28T23:30:01-12:30|1 
+EOF2
+# Strict: every field its width, nothing around, a real date and time, a bounded fraction.
+while read -r arg; do
+	expect_eq "--since '$arg' is refused (usage)" 2 \
+	    "$("$CTL" receipts --file q.jsonl --since "$arg" >/dev/null 2>&1; echo $?)"
+done <<'EOF2'
+2026-11-29T12
+2026-11-29T
+2026-11-29T12:5
+2026-11-29T1:05
+2026-1-29
+26-11-29
++2026-11-29
+2026-11-29t12:05
+2026-11-29TT12:05
+2026-11-29_12:05
+2026-11-29T12:05:
+2026-11-29T12:05:0
+2026-11-29T12:05:00.
+2026-11-29T12:05:00.1234567890
+2026-11-29T12:05+1
+2026-11-29T12:05+01:5
+2026-11-29T12:05+015
+2026-11-29T12:05+01:00:00
+2026-11-29T12:05+24:00
+2026-11-29T12:05+01:60
+2026-11-29T12:05Z+01:00
+2026-11-29T12:05ZZ
+2026-11-29T12:05 Z
+2026-11-29+01:00
+2026-11-29T24:00
+2026-11-29T12:60
+2026-11-29T12:05:61
+2026-02-29
+2026-04-31
+2026-13-01
+2026-00-10
+1969-12-31
+1970-01-01T00:30+01:00
+2026-11-29T12:05x
+EOF2
+expect_eq "--since '2028-02-29' (a leap day) is a date" "" "$(ids --since 2028-02-29)"
+for arg in " 2026-11-29" "2026-11-29 " "2026-11-29T12:05 "; do
+	expect_eq "--since '$arg' (a space around) is refused" 2 \
+	    "$("$CTL" receipts --file q.jsonl --since "$arg" >/dev/null 2>&1; echo $?)"
+done
 expect_eq "--principal and --decision deny and --host" "6 " \
     "$(ids --principal build-42 --decision deny --host 'new.*')"
 expect_eq "--json prints the lines unchanged" "$(sed -n '4p;5p;6p' q.jsonl)" \
