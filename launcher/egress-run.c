@@ -22,7 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/close_range.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -35,6 +37,7 @@
 
 #include "common.h"
 #include "policy.h"
+#include "sandbox.h"
 
 #define RUN_EXIT_SETUP 125
 #define RUN_MAX_LIST 64              /* --allow, --rw, --ro, --resolver, --permit-range */
@@ -69,6 +72,7 @@ static char devino[64];
 static char receipts[PATH_MAX];
 static off_t receipts_start;
 static pid_t egressd_pid = -1, bwrap_pid = -1, broker_pid = -1;
+static pid_t egressd_child = -1;      /* egressd itself, under egressd_pid (its bwrap) */
 static int fd4_chan = -1;             /* the sandbox's end of the broker's channel */
 static int lease_fd = -1;
 static volatile sig_atomic_t pending_signal;
@@ -116,14 +120,16 @@ stop_egress(void)
 	if (egressd_pid > 0) {
 		int status;
 
-		kill(egressd_pid, SIGTERM);
+		/* bwrap does not forward signals: egressd itself gets SIGTERM. */
+		kill(egressd_child > 0 ? egressd_child : egressd_pid, SIGTERM);
 		for (int i = 0; i < 100 && waitpid(egressd_pid, &status, WNOHANG) == 0; i++)
 			usleep(50000);
 		if (waitpid(egressd_pid, &status, WNOHANG) == 0) {
-			kill(egressd_pid, SIGKILL);
+			kill(egressd_pid, SIGKILL);     /* bwrap; egressd dies with it */
 			waitpid(egressd_pid, &status, 0);
 		}
 		egressd_pid = -1;
+		egressd_child = -1;
 	}
 	if (lease_fd != -1) {
 		/*
@@ -396,6 +402,105 @@ start_broker(void)
 	fd4_chan = bp[1];
 }
 
+/*
+ * The private egressd's confinement, like the system one's under dist/egressd.service:
+ * bwrap with the whole file system read-only but the runtime folder and the receipts'
+ * folder, a private /dev and /tmp, new user, ipc, uts and cgroup namespaces (the network
+ * is the host's: egressd's job is to reach it), every capability dropped, no_new_privs,
+ * and a seccomp filter (sandbox_daemon_filter_export: sockets only AF_UNIX/INET/INET6, no
+ * mounts, modules, ptrace, namespaces...). Paths are the same inside and out, so the
+ * sockets egressd creates are where the sandbox and egress-run look for them. --info-fd
+ * tells egressd's pid, which gets SIGTERM at the end (bwrap forwards no signal).
+ */
+static void
+egressd_argv(const char **argv, const char *egressd, const char *conf, const char *rfile,
+    int *filter_fd, int info[2])
+{
+	static char bwrap[PATH_MAX], rdir[PATH_MAX], fdarg[16], infoarg[16];
+	size_t n = 0;
+	char *slash;
+
+	if (!find_in_path("bwrap", bwrap, sizeof(bwrap)))
+		setup_failed("bubblewrap (bwrap) not found: install the Debian package "
+		    "bubblewrap; egress-run never runs a command without the sandbox");
+	snprintf(rdir, sizeof(rdir), "%s", rfile);
+	if ((slash = strrchr(rdir, '/')) == NULL)
+		setup_failed("receipts %s: not an absolute path", rfile);
+	*(slash == rdir ? slash + 1 : slash) = '\0';
+	if ((*filter_fd = memfd_create("egressd-seccomp", MFD_CLOEXEC)) == -1)
+		setup_failed("memfd_create: %s", strerror(errno));
+	if (sandbox_daemon_filter_export(*filter_fd) == -1 ||
+	    lseek(*filter_fd, 0, SEEK_SET) == -1)
+		setup_failed("cannot build the private egressd's seccomp filter");
+	if (pipe2(info, O_CLOEXEC) == -1)
+		setup_failed("pipe: %s", strerror(errno));
+	snprintf(fdarg, sizeof(fdarg), "%d", *filter_fd);
+	snprintf(infoarg, sizeof(infoarg), "%d", info[1]);
+	argv[n++] = bwrap;
+	argv[n++] = "--unshare-user";
+	argv[n++] = "--unshare-ipc";
+	argv[n++] = "--unshare-uts";
+	argv[n++] = "--unshare-cgroup-try";
+	argv[n++] = "--disable-userns";
+	argv[n++] = "--die-with-parent";
+	argv[n++] = "--new-session";
+	argv[n++] = "--cap-drop";
+	argv[n++] = "ALL";
+	argv[n++] = "--ro-bind";
+	argv[n++] = "/";
+	argv[n++] = "/";
+	argv[n++] = "--dev";
+	argv[n++] = "/dev";
+	argv[n++] = "--tmpfs";
+	argv[n++] = "/tmp";
+	/* After /tmp: either folder may be under it. */
+	argv[n++] = "--bind";
+	argv[n++] = rtdir;
+	argv[n++] = rtdir;
+	argv[n++] = "--bind";
+	argv[n++] = rdir;
+	argv[n++] = rdir;
+	argv[n++] = "--seccomp";
+	argv[n++] = fdarg;
+	argv[n++] = "--info-fd";
+	argv[n++] = infoarg;
+	argv[n++] = "--";
+	argv[n++] = egressd;
+	argv[n++] = "-c";
+	argv[n++] = conf;
+	argv[n] = NULL;
+}
+
+/* The "child-pid" bwrap writes on --info-fd (egressd's pid), or -1. */
+static pid_t
+info_child_pid(int fd)
+{
+	char buf[1024];
+	size_t len = 0;
+	pid_t pid = -1;
+	json_t *o;
+
+	for (int waited = 0; waited < RUN_READY_MS && len < sizeof(buf) - 1; waited += 20) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		ssize_t got;
+
+		if (poll(&pfd, 1, 20) == 0)
+			continue;
+		if ((got = read(fd, buf + len, sizeof(buf) - 1 - len)) == -1 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;          /* bwrap closes it once written, or failed */
+		len += (size_t)got;
+	}
+	buf[len] = '\0';
+	if ((o = json_loads(buf, JSON_DISABLE_EOF_CHECK, NULL)) != NULL) {
+		if (json_is_integer(json_object_get(o, "child-pid")))
+			pid = (pid_t)json_integer_value(json_object_get(o, "child-pid"));
+		json_decref(o);
+	}
+	return pid;
+}
+
 /* A private egressd for this run, in a 0700 runtime folder, stopped at the end. */
 static void
 start_private(void)
@@ -403,9 +508,10 @@ start_private(void)
 	char egressd[PATH_MAX + 16], conf[PATH_MAX + 16], pol[PATH_MAX + 16];
 	char key[PATH_MAX + 16], err[512], *text, *t;
 	const char *base = getenv("XDG_RUNTIME_DIR");
+	const char *bwrap_argv[48];
 	uint8_t r[4];
 	struct stat st;
-	int status;
+	int status, filter_fd, info[2];
 	pid_t parent;
 
 	need_program("egressd", egressd, sizeof(egressd));
@@ -451,6 +557,7 @@ start_private(void)
 	if (stat(receipts, &st) == 0)
 		receipts_start = st.st_size;
 
+	egressd_argv(bwrap_argv, egressd, conf, receipts, &filter_fd, info);
 	parent = getpid();
 	if ((egressd_pid = fork()) == -1)
 		setup_failed("fork: %s", strerror(errno));
@@ -464,12 +571,21 @@ start_private(void)
 			dup2(fd, STDERR_FILENO);
 		dup2(STDERR_FILENO, STDOUT_FILENO);
 		setsid();
-		/* The private egressd ends with egress-run, even one killed with SIGKILL. */
-		if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) == -1 || getppid() != parent)
+		/* Until bwrap's --die-with-parent takes over: egressd ends with egress-run. */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1 || getppid() != parent)
 			_exit(RUN_EXIT_SETUP);
-		execl(egressd, "egressd", "-c", conf, (char *)NULL);
+		/* bwrap inherits the filter and the info pipe, nothing else of ours. */
+		if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) == -1 ||
+		    fcntl(filter_fd, F_SETFD, 0) == -1 || fcntl(info[1], F_SETFD, 0) == -1)
+			_exit(RUN_EXIT_SETUP);
+		execv(bwrap_argv[0], (char *const *)bwrap_argv);
+		fprintf(stderr, "egress-run: %s: %s\n", bwrap_argv[0], strerror(errno));
 		_exit(RUN_EXIT_SETUP);
 	}
+	close(filter_fd);
+	close(info[1]);
+	egressd_child = info_child_pid(info[0]);
+	close(info[0]);
 	/* Serving once the principal socket exists (egressd creates it after the receipts). */
 	for (int waited = 0; waited < RUN_READY_MS; waited += 20) {
 		if (waitpid(egressd_pid, &status, WNOHANG) == egressd_pid) {

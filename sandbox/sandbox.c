@@ -219,6 +219,64 @@ fail:
 	return -1;
 }
 
+/*
+ * The private egressd's filter, for `bwrap --seccomp`: what systemd's
+ * RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 and SystemCallFilter=@system-service do
+ * for the system egressd. Sockets only AF_UNIX, AF_INET, AF_INET6; what a network daemon
+ * never needs fails with EPERM; other ABIs kill. execve stays: bwrap installs the filter
+ * and then executes egressd.
+ */
+int
+sandbox_daemon_filter_export(int fd)
+{
+	static const int fams[] = { AF_UNIX, AF_INET, AF_INET6 };
+	static const char *const eperm[] = {
+		"io_uring_setup", "io_uring_enter", "io_uring_register", "ptrace",
+		"process_vm_readv", "process_vm_writev", "pidfd_getfd", "unshare", "setns",
+		"mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen",
+		"fsconfig", "fsmount", "fspick", "mount_setattr", "swapon", "swapoff", "reboot",
+		"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+		"bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key",
+		"acct", "quotactl", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
+		"sethostname", "setdomainname", "syslog", "open_by_handle_at",
+		"name_to_handle_at", "fanotify_init", "lookup_dcookie", "vhangup",
+	};
+	scmp_filter_ctx ctx = sandbox_new(false);
+	struct scmp_arg_cmp cmp;
+	int r;
+
+	if (ctx == NULL)
+		return -1;
+	if (sandbox_socket_families(ctx, fams, sizeof(fams) / sizeof(fams[0])) == -1)
+		goto fail;
+	for (size_t i = 0; i < sizeof(eperm) / sizeof(eperm[0]); i++)
+		if (sandbox_rule(ctx, SCMP_ACT_ERRNO(EPERM), eperm[i], 0, NULL) == -1)
+			goto fail;
+	for (unsigned bit = 0; bit < 32; bit++) {
+		unsigned long flag = 1UL << bit;
+
+		if ((SANDBOX_NS_FLAGS & flag) == 0)
+			continue;
+		cmp = (struct scmp_arg_cmp)SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag);
+		if (sandbox_rule(ctx, SCMP_ACT_ERRNO(EPERM), "clone", 1, &cmp) == -1)
+			goto fail;
+	}
+	if (sandbox_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL) == -1)
+		goto fail;
+	cmp = (struct scmp_arg_cmp)SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI);
+	if (sandbox_rule(ctx, SCMP_ACT_ERRNO(EPERM), "ioctl", 1, &cmp) == -1)
+		goto fail;
+	if ((r = seccomp_export_bpf(ctx, fd)) != 0) {
+		fprintf(stderr, "seccomp: cannot export the filter: %s\n", strerror(-r));
+		goto fail;
+	}
+	seccomp_release(ctx);
+	return 0;
+fail:
+	seccomp_release(ctx);
+	return -1;
+}
+
 int
 sandbox_drop_caps(void)
 {

@@ -21,6 +21,15 @@ int sandbox_workload_filter(bool log);
 /* egress-relay's own filter: new sockets only AF_UNIX, no exec, no ptrace, no binding. */
 int sandbox_relay_filter(void);
 
+/*
+ * The private egressd's filter (egress-run runs it under bwrap with it): sockets only
+ * AF_UNIX, AF_INET, AF_INET6 (others EAFNOSUPPORT); mounts, modules, kexec, bpf, perf,
+ * ptrace, namespaces, keyrings, io_uring, clock and host name changes, swap, reboot, ioctl
+ * TIOCSTI fail with EPERM, clone3 with ENOSYS; other ABIs kill. Written to fd as BPF
+ * (seccomp_export_bpf), not loaded. Returns 0, or -1 with a message on stderr.
+ */
+int sandbox_daemon_filter_export(int fd);
+
 /* Drops every capability, the bounding set and the ambient set (libcap). */
 int sandbox_drop_caps(void);
 

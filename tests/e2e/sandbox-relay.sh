@@ -235,7 +235,7 @@ lcase "no principal socket" 125 --egress "$WORK/no-such.sock" --listen "127.0.0.
 expect_eq "... and the workload did not run" 0 "$([ -e "$BOX/ran" ] && echo 1 || echo 0)"
 lcase "a non-loopback --listen" 125 --egress "$SOCK" --listen "0.0.0.0:$P" -- touch ran
 expect_eq "... and the workload did not run" 0 "$([ -e "$BOX/ran" ] && echo 1 || echo 0)"
-lcase "no --egress" 125 -- touch ran
+lcase "no --egress (a usage error)" 2 -- touch ran
 lcase "not found" 127 --egress "$SOCK" --listen "127.0.0.1:$P" -- no-such-command-e2e
 printf '#!/bin/sh\ntouch ran\n' > "$BOX/notexec"
 chmod 644 "$BOX/notexec"

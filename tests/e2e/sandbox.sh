@@ -214,7 +214,7 @@ hold_run() {
 	wait_until hold_run_found
 }
 hold_run_found() {
-	PRIVD=$(tree_pid "$ERPID" 1 egressd)
+	PRIVD=$(tree_pid "$ERPID" 2 egressd)     # egress-run -> bwrap -> egressd
 	WL=$(tree_pid "$ERPID" 3)
 	RELAYPID=$(tree_pid "$ERPID" 4 egress-relay)
 	RTDIR=$(ls -d "$XDG_RUNTIME_DIR"/egress-run.* 2>/dev/null | head -n 1)
@@ -249,6 +249,18 @@ killcase "egress-run terminated by SIGTERM" TERM egress-run 143
 # egress-run itself killed: --die-with-parent takes the sandbox down; egress-run(1) says its
 # private egressd stops too (only the runtime folder stays behind).
 hold_run erkill
+# The private egressd is confined like the system one (egress-run(1)): no capability, no
+# new privileges, a seccomp filter, its own mount namespace with / read-only.
+st() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
+expect_eq "private egressd: no capability (effective, permitted, bounding), no_new_privs, seccomp" \
+    "0000000000000000 0000000000000000 0000000000000000 1 2" \
+    "$(st "$PRIVD" CapEff) $(st "$PRIVD" CapPrm) $(st "$PRIVD" CapBnd) $(st "$PRIVD" NoNewPrivs) $(st "$PRIVD" Seccomp)"
+expect_eq "private egressd: a mount namespace of its own, the host's network" "1 1" \
+    "$([ "$(readlink "/proc/$PRIVD/ns/mnt")" != "$(readlink /proc/self/ns/mnt)" ] && echo 1) $([ "$(readlink "/proc/$PRIVD/ns/net")" = "$(readlink /proc/self/ns/net)" ] && echo 1)"
+expect_match "private egressd: / is read-only" "^ro(,|$)" \
+    "$(awk '$5 == "/" { print $6 }' "/proc/$PRIVD/mountinfo" | tail -n 1)"
+expect_match "private egressd: its runtime folder is writable" "^rw(,|$)" \
+    "$(awk -v d="$RTDIR" '$5 == d { print $6 }' "/proc/$PRIVD/mountinfo" | tail -n 1)"
 kill -KILL "$ERPID"
 wait "$ERPID" 2>/dev/null
 expect_eq "egress-run killed by SIGKILL: the workload dies with it (--die-with-parent)" 1 "$(gone "$WL")"
