@@ -170,7 +170,7 @@ done
 scase "--permit-range 10.0.0.0/33" "." "$ERUN" $A --permit-range 10.0.0.0/33 -- touch ran
 printf 'allow ok.e2e.test %s\nalow other.e2e.test 443\n' "$UP" > "$BOX/bad.policy"
 # shellcheck disable=SC2086
-scase "a policy file with an error" "bad\.policy:2" "$ERUN" --policy bad.policy $DNSARGS --receipts "$R" -- touch ran
+scase "a policy file with an error" "bad\.policy:2" "$ERUN" --policy ./bad.policy $DNSARGS --receipts "$R" -- touch ran
 # shellcheck disable=SC2086
 scase "a missing policy file" "missing\.policy" "$ERUN" --policy ./missing.policy $DNSARGS -- touch ran
 # shellcheck disable=SC2086
@@ -274,8 +274,8 @@ rm -rf "$RTDIR"
 # --- --policy FILE ---------------------------------------------------------------------------------------
 printf 'allow ok.e2e.test %s\npermit-range 127.0.0.0/8\n' "$UP" > "$BOX/p.policy"
 # shellcheck disable=SC2086
-erun --policy p.policy $DNSARGS --receipts "$R" -- $CURL "$OK_URL"
-expect_eq "--policy FILE (a file in the current directory, plain): allowed" "0 200:200" "$rc $out"
+erun --policy ./p.policy $DNSARGS --receipts "$R" -- $CURL "$OK_URL"
+expect_eq "--policy FILE (./FILE in the current directory, plain): allowed" "0 200:200" "$rc $out"
 # shellcheck disable=SC2086
 erun --policy "$BOX/p.policy" $DNSARGS --receipts "$R" -- $CURL "$OTHER_URL"
 expect_match "--policy FILE (plain): what it does not allow is refused" \
@@ -347,6 +347,10 @@ scase "--policy NAME, a stale lease socket" "does not answer on $WORK/stale\.soc
 egressd_stop
 scase "--policy NAME, the system egressd stopped" "does not answer" \
     "$ERUN" --policy ci-default --lease-socket "$RUN/lease.sock" -- touch ran
+# A name without a slash is a NAME even when a file of that name is here (SPEC).
+scase "--policy NAME that is also a file here: still a lease, never a private egressd" \
+    "does not answer on $WORK/nobody\.sock" \
+    "$ERUN" --policy p.policy --lease-socket "$WORK/nobody.sock" -- touch ran
 expect_clean "--policy NAME without egressd: never a fallback to a private egressd"
 
 # --- what the sandbox sees of the file system ------------------------------------------------------------
