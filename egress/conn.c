@@ -142,6 +142,18 @@ conn_count(void)
 	return nconns;
 }
 
+/* A principal's connections, in any phase: each still owes a receipt. */
+size_t
+conn_count_principal(const struct principal *p)
+{
+	const struct conn *c;
+	size_t n = 0;
+
+	TAILQ_FOREACH(c, &p->conns, entry)
+		n++;
+	return n;
+}
+
 static int64_t
 conn_elapsed_ms(const struct conn *c)
 {
@@ -237,6 +249,8 @@ conn_deny_receipt(struct conn *c, enum egress_reason reason, const char *why,
 
 	c->p->total_denied++;
 	c->p->denied[reason]++;
+	principal_tally(c->p, c->has_host ? c->host.name : NULL, c->has_host || c->has_port ?
+	    c->port : -1, false, reason, 1, 0, 0);
 	if (principal_deny_collapse(c->p, reason, c->has_host ? c->host.name : NULL,
 	    c->has_host || c->has_port ? c->port : -1, frontend_names[c->fe]))
 		return;
@@ -1638,6 +1652,7 @@ conn_close(struct conn *c, enum egress_reason reason, const char *cause)
 		r.duration_ms = conn_elapsed_ms(c);
 		receipt_write(&r);
 		c->p->closed[reason]++;
+		principal_tally(c->p, r.host, r.port, true, reason, 1, c->bytes_up, c->bytes_down);
 		c->p->closed_up += c->bytes_up;
 		c->p->closed_down += c->bytes_down;
 		log_info("event=close principal=%s id=%s host=%s port=%d reason=%s close=%s "

@@ -8,7 +8,8 @@
  *   {"verb":"principal-remove","name":N}
  *   {"verb":"principal-list"}
  *   {"verb":"metrics"}                        -> {"ok":true,"text":"<Prometheus text>"}
- *   {"verb":"lease","policy":NAME}            (also on the lease socket, which serves only it)
+ *   {"verb":"lease","policy":NAME}            (also on the lease socket)
+ *   {"verb":"summary"[,"name":N]}             a lease's destinations (also on the lease socket)
  *
  * Answers are {"ok":true,...} or {"ok":false,"error":"..."}. A lease principal lives as
  * long as the control connection that created it.
@@ -212,6 +213,44 @@ ctl_lease(struct ctl_client *cl, json_t *req)
 	ctl_reply(cl, o);
 }
 
+/*
+ * {"verb":"summary"[,"name":N]}: a leased principal's destinations, added up from its
+ * receipts, and its connections still open. On a lease connection only what it holds
+ * (the first lease when no name is given); on the control socket any lease by name.
+ */
+static void
+ctl_summary(struct ctl_client *cl, json_t *req)
+{
+	const char *name = json_string_value(json_object_get(req, "name"));
+	struct principal *p = NULL;
+	json_t *arr;
+
+	for (size_t i = 0; i < cl->nleased && p == NULL; i++)
+		if (name == NULL || strcmp(cl->leased[i]->name, name) == 0)
+			p = cl->leased[i];
+	if (p == NULL && name != NULL && !cl->lease_only)
+		p = principal_find(name);
+	if (p == NULL || p->lease == NULL) {
+		ctl_error(cl, name == NULL ? "this connection holds no lease" :
+		    "no such lease (a lease connection sees only its own)");
+		return;
+	}
+	arr = json_array();
+	for (size_t i = 0; i < p->ntally; i++) {
+		const struct tally *t = &p->tally[i];
+		json_t *o = json_pack("{s:s,s:b,s:s,s:I,s:I,s:I}", "host", t->host, "allowed",
+		    t->allowed, "reason", egress_reason_name(t->reason), "count",
+		    (json_int_t)t->count, "bytes_up", (json_int_t)t->bytes_up, "bytes_down",
+		    (json_int_t)t->bytes_down);
+
+		if (t->port >= 0)
+			json_object_set_new(o, "port", json_integer(t->port));
+		json_array_append_new(arr, o);
+	}
+	ctl_reply(cl, json_pack("{s:b,s:s,s:I,s:o,s:I}", "ok", 1, "principal", p->name, "open",
+	    (json_int_t)conn_count_principal(p), "destinations", arr, "dropped", (json_int_t)p->tally_dropped));
+}
+
 static void
 ctl_dispatch(struct ctl_client *cl, const char *line, size_t len)
 {
@@ -229,8 +268,10 @@ ctl_dispatch(struct ctl_client *cl, const char *line, size_t len)
 		ctl_error(cl, "no verb");
 	else if (strcmp(verb, "lease") == 0)
 		ctl_lease(cl, req);
+	else if (strcmp(verb, "summary") == 0)
+		ctl_summary(cl, req);
 	else if (cl->lease_only)
-		ctl_error(cl, "the lease socket serves the lease verb only");
+		ctl_error(cl, "the lease socket serves the lease and summary verbs only");
 	else if (strcmp(verb, "status") == 0) {
 		struct principal *p;
 		int n = 0;

@@ -31,6 +31,7 @@
 #define EGRESSD_CTL_LINE_MAX 8192    /* one control request */
 #define EGRESSD_DENY_BURST 100       /* denials per second per principal written one by one */
 #define EGRESSD_DENY_SLOTS 256       /* distinct collapsed denials kept per second */
+#define EGRESSD_TALLY_MAX 256        /* destinations in a lease's summary */
 
 /* --- log.c ------------------------------------------------------------------------ */
 
@@ -188,6 +189,15 @@ struct deny_slot {
 	unsigned count;
 };
 
+/* One destination of a lease's summary: what its receipts say, added up. */
+struct tally {
+	char host[EGRESS_HOST_MAX + 1];         /* "" when the request named none */
+	int port;                               /* -1 when it named none */
+	bool allowed;                           /* close receipts; else denials */
+	enum egress_reason reason;              /* denials: the reason */
+	uint64_t count, bytes_up, bytes_down;
+};
+
 struct principal {
 	char name[EGRESSD_NAME_MAX + 1];
 	char *socket;
@@ -215,6 +225,9 @@ struct principal {
 	uint64_t closed_up, closed_down;       /* bytes of closed tunnels, as in receipts */
 	time_t deny_second;
 	unsigned deny_count;         /* denials written this second */
+	struct tally *tally;         /* a lease's summary: EGRESSD_TALLY_MAX, on first use */
+	size_t ntally;
+	uint64_t tally_dropped;      /* events past EGRESSD_TALLY_MAX destinations */
 	struct deny_slot *slots;     /* EGRESSD_DENY_SLOTS, allocated on first use */
 	size_t nslots;
 	struct event *deny_flush;
@@ -232,6 +245,9 @@ struct principal *principal_create(const char *name, const char *socket,
     uid_t peer_uid, char *err, size_t errlen);
 /* Closes the listener and every tunnel (shutdown receipts), then frees. */
 void principal_remove(struct principal *p, const char *why);
+/* A lease's summary: adds a close (allowed) or count denials to its destination. */
+void principal_tally(struct principal *p, const char *host, int port, bool allowed,
+    enum egress_reason reason, uint64_t count, uint64_t up, uint64_t down);
 struct principal *principal_find(const char *name);
 /* Pin cache: returns the pinned set for name if not expired. */
 const struct pin *principal_pin_get(struct principal *p, const char *name);
@@ -252,6 +268,7 @@ void conn_accept(struct principal *p, int fd);
 /* Ends a connection with a receipt (close or deny with reason). */
 void conn_abort(struct conn *c, enum egress_reason reason, const char *close_cause);
 unsigned conn_count(void);
+size_t conn_count_principal(const struct principal *p);
 
 /* --- metrics.c -------------------------------------------------------------------- */
 

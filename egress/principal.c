@@ -175,6 +175,7 @@ principal_remove(struct principal *p, const char *why)
 	if (p->deny_flush != NULL)
 		event_free(p->deny_flush);
 	free(p->slots);
+	free(p->tally);
 	log_info("event=principal-remove principal=%s why=%s", p->name, why);
 	policy_free(p->policy);
 	free(p->socket);
@@ -309,4 +310,41 @@ principal_deny_collapse(struct principal *p, enum egress_reason reason, const ch
 	if (!evtimer_pending(p->deny_flush, NULL))
 		evtimer_add(p->deny_flush, &tv);
 	return true;
+}
+
+/*
+ * Leases only (egress-run prints it at the end, and an unprivileged lease holder cannot read
+ * the receipt file): bounded; past EGRESSD_TALLY_MAX destinations, events are counted as
+ * dropped.
+ */
+void
+principal_tally(struct principal *p, const char *host, int port, bool allowed,
+    enum egress_reason reason, uint64_t count, uint64_t up, uint64_t down)
+{
+	struct tally *t = NULL;
+
+	if (p->lease == NULL)
+		return;
+	if (host == NULL)
+		host = "";
+	for (size_t i = 0; i < p->ntally && t == NULL; i++)
+		if (p->tally[i].allowed == allowed && p->tally[i].port == port &&
+		    (allowed || p->tally[i].reason == reason) && strcmp(p->tally[i].host, host) == 0)
+			t = &p->tally[i];
+	if (t == NULL) {
+		if (p->ntally == EGRESSD_TALLY_MAX) {
+			p->tally_dropped += count;
+			return;
+		}
+		if (p->tally == NULL)
+			p->tally = xcalloc(EGRESSD_TALLY_MAX, sizeof(*p->tally));
+		t = &p->tally[p->ntally++];
+		snprintf(t->host, sizeof(t->host), "%s", host);
+		t->port = port;
+		t->allowed = allowed;
+		t->reason = allowed ? EGRESS_ALLOWED : reason;
+	}
+	t->count += count;
+	t->bytes_up += up;
+	t->bytes_down += down;
 }

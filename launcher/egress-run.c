@@ -112,7 +112,8 @@ rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
  * Stops the private egressd (it writes the close receipts of what was still open, then
  * exits) and ends the lease; the summary is read after this.
  */
-static long summary_open_tunnels(FILE *fp);
+static json_t *lease_request_summary(void);
+static json_t *lease_summary;         /* the system egressd's summary of the lease */
 
 static void
 stop_egress(void)
@@ -137,13 +138,13 @@ stop_egress(void)
 		 * moment to write their closes before the lease ends (which would close what
 		 * is left as shutdown).
 		 */
-		FILE *fp = receipts[0] ? fopen(receipts, "re") : NULL;
-
-		for (int tries = 0; fp != NULL && tries < 40 &&
-		    summary_open_tunnels(fp) > 0; tries++)
+		for (int tries = 0; tries < 40; tries++) {
+			json_decref(lease_summary);
+			if ((lease_summary = lease_request_summary()) == NULL ||
+			    json_integer_value(json_object_get(lease_summary, "open")) == 0)
+				break;
 			usleep(50000);
-		if (fp != NULL)
-			fclose(fp);
+		}
 		close(lease_fd);
 		lease_fd = -1;
 	}
@@ -674,6 +675,51 @@ take_lease(void)
 	}
 }
 
+/*
+ * The lease's summary from the system egressd ({"verb":"summary"} on the lease
+ * connection): its destinations added up and the connections still open. The receipt file
+ * is root's, so this is how an unprivileged run learns what it reached. NULL on failure.
+ */
+static json_t *
+lease_request_summary(void)
+{
+	static const char req[] = "{\"verb\":\"summary\"}\n";
+	size_t cap = 64 * 1024, len = 0, max = 1024 * 1024;
+	char *buf = xmalloc(cap);
+	json_t *o = NULL;
+
+	if (write(lease_fd, req, sizeof(req) - 1) != (ssize_t)(sizeof(req) - 1))
+		goto out;
+	for (;;) {
+		struct pollfd pfd = { .fd = lease_fd, .events = POLLIN };
+		ssize_t n;
+
+		if (memchr(buf, '\n', len) != NULL)
+			break;
+		if (len == cap) {
+			if (cap == max)
+				goto out;
+			cap *= 2;
+			buf = xreallocarray(buf, cap, 1);
+		}
+		if (poll(&pfd, 1, 2000) != 1)
+			goto out;
+		if ((n = read(lease_fd, buf + len, cap - len)) == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			goto out;
+		len += (size_t)n;
+	}
+	o = json_loadb(buf, (size_t)((char *)memchr(buf, '\n', len) - buf), 0, NULL);
+	if (o != NULL && !json_is_true(json_object_get(o, "ok"))) {
+		json_decref(o);
+		o = NULL;
+	}
+out:
+	free(buf);
+	return o;
+}
+
 /* Mirrors /bin, /lib, … as the host has them: symlinks stay symlinks. */
 static void
 add_usr_links(const char **argv, size_t *n)
@@ -985,27 +1031,8 @@ human(unsigned long long n, char *out, size_t len)
 		snprintf(out, len, "%.1f MiB", (double)n / 1048576);
 }
 
-/* Opens of this run's principal without their close, in the receipts so far. */
-static long
-summary_open_tunnels(FILE *fp)
-{
-	char *line = NULL;
-	size_t cap = 0;
-	long open = 0;
-
-	clearerr(fp);
-	fseeko(fp, receipts_start, SEEK_SET);
-	while (getline(&line, &cap, fp) > 0) {
-		if (strstr(line, principal) == NULL)
-			continue;
-		if (strstr(line, "\"event\":\"open\"") != NULL)
-			open++;
-		else if (strstr(line, "\"event\":\"close\"") != NULL)
-			open--;
-	}
-	free(line);
-	return open;
-}
+static void summary_print(const struct dest *d, size_t nd);
+static void summary_lease(struct dest *d);
 
 /* What this run reached and was refused, from its receipts. */
 static void
@@ -1017,6 +1044,11 @@ summary(void)
 	size_t cap = 0;
 	FILE *fp;
 
+	if (lease_summary != NULL) {
+		summary_lease(d);
+		free(d);
+		return;
+	}
 	if (receipts[0] == '\0' || (fp = fopen(receipts, "re")) == NULL) {
 		fprintf(stderr, "egress-run: no receipts to summarise (%s); egressctl receipts "
 		    "--principal %s shows them\n", receipts[0] ? strerror(errno) :
@@ -1075,6 +1107,14 @@ summary(void)
 	fclose(fp);
 	fprintf(stderr, "egress-run: %zu destination%s, receipts in %s (principal %s)\n", nd,
 	    nd == 1 ? "" : "s", receipts, principal);
+	summary_print(d, nd);
+	free(d);
+}
+
+/* The lines of the summary, one per destination. */
+static void
+summary_print(const struct dest *d, size_t nd)
+{
 	for (size_t i = 0; i < nd; i++) {
 		char up[32], down[32];
 
@@ -1087,7 +1127,40 @@ summary(void)
 			fprintf(stderr, "  denied   %-40s %u× %s\n", d[i].key, d[i].count,
 			    d[i].reason);
 	}
-	free(d);
+}
+
+/* A lease's summary, from the system egressd's reply (lease_request_summary). */
+static void
+summary_lease(struct dest *d)
+{
+	json_t *arr = json_object_get(lease_summary, "destinations"), *o;
+	json_int_t dropped = json_integer_value(json_object_get(lease_summary, "dropped"));
+	size_t nd = 0, i;
+
+	json_array_foreach(arr, i, o) {
+		const char *host = json_string_value(json_object_get(o, "host"));
+		const char *reason = json_string_value(json_object_get(o, "reason"));
+		json_t *port = json_object_get(o, "port");
+
+		if (nd == RUN_SUMMARY_MAX)
+			break;
+		snprintf(d[nd].key, sizeof(d[nd].key), "%s:%lld",
+		    host != NULL && host[0] != '\0' ? host : "(no host)",
+		    json_is_integer(port) ? (long long)json_integer_value(port) : 0LL);
+		d[nd].allowed = json_is_true(json_object_get(o, "allowed"));
+		snprintf(d[nd].reason, sizeof(d[nd].reason), "%s", reason ? reason : "?");
+		d[nd].count = (unsigned)json_integer_value(json_object_get(o, "count"));
+		d[nd].up = (unsigned long long)json_integer_value(json_object_get(o, "bytes_up"));
+		d[nd].down = (unsigned long long)json_integer_value(json_object_get(o,
+		    "bytes_down"));
+		nd++;
+	}
+	fprintf(stderr, "egress-run: %zu destination%s, receipts kept by the system egressd "
+	    "(principal %s)\n", nd, nd == 1 ? "" : "s", principal);
+	summary_print(d, nd);
+	if (dropped > 0)
+		fprintf(stderr, "  (%lld more requests to further destinations not listed)\n",
+		    (long long)dropped);
 }
 
 int

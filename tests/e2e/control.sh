@@ -5,7 +5,7 @@
 # digest as reported; a file or symlink in the way is left alone), list, remove (live
 # tunnels close with shutdown receipts, and one whose client had not spoken yet gets no
 # injected reply), add --lease (the principal goes when the egressctl holding it is
-# killed); the lease socket (0660 with its group, the lease verb only, sealed policies
+# killed); the lease socket (0660 with its group, the lease and summary verbs only, sealed policies
 # from policy-dir, the caller owns the principal); policy-key (an unsealed or wrongly
 # keyed policy is refused); user (privileges dropped after binding).
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/e2e/lib.sh"
@@ -199,8 +199,42 @@ expect_eq "lease: its tunnel closed with a shutdown receipt" "close shutdown shu
     "$(rcpt --skip "$m" --where event=close --wait 10 --fields event,reason,close,principal)"
 # --- the lease socket ----------------------------------------------------------------------------
 expect_eq "lease socket: mode 0660, group $LGROUP" "660 root:$LGROUP" "$(stat -c '%a %U:%G' "$RUN/lease.sock")"
-expect_match "lease socket: serves the lease verb only" '"ok":false.*lease verb only' \
+expect_match "lease socket: serves the lease and summary verbs only" '"ok":false.*lease and summary verbs only' \
     "$(py raw "$RUN/lease.sock" --text --timeout 10 --until-text '\n' --linger 0 --data '{"verb":"status"}\n')"
+# summary: only for a lease the connection holds; then its destinations, added up.
+sumout=$("$E2E_PY" - "$RUN/lease.sock" "$ECHO" <<'PYEOF'
+import json, socket, sys
+def ask(f, s, req):
+    s.sendall((json.dumps(req) + "\n").encode())
+    return json.loads(f.readline())
+s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1]); f = s.makefile("r")
+r = ask(f, s, {"verb": "summary"})
+print("before", r["ok"], r.get("error"))
+r = ask(f, s, {"verb": "lease", "policy": "build.sealed"})
+name, sock = r["name"], r["socket"]
+for host in ("c.e2e.test", "nope.example.org", "nope.example.org"):
+    t = socket.socket(socket.AF_UNIX); t.settimeout(10); t.connect(sock)
+    t.sendall(("CONNECT {0}:{1} HTTP/1.1\r\nHost: {0}:{1}\r\n\r\n".format(host, sys.argv[2])).encode())
+    t.recv(4096); t.close()
+r = ask(f, s, {"verb": "summary", "name": "lease-0-nothere"})
+print("other", r["ok"], r.get("error"))
+import time
+for _ in range(100):
+    r = ask(f, s, {"verb": "summary"})
+    if r["open"] == 0:
+        break
+    time.sleep(0.1)
+print("mine", r["ok"], r["principal"] == name, r["open"], r["dropped"])
+for d in sorted(r["destinations"], key=lambda d: d["host"]):
+    print("dest", d["host"], d.get("port", "-"), d["allowed"], d["reason"], d["count"])
+PYEOF
+)
+expect_eq "summary: the lease socket's verb, for the leases the connection holds" \
+"before False this connection holds no lease
+other False no such lease (a lease connection sees only its own)
+mine True True 0 0
+dest c.e2e.test $ECHO True allowed 1
+dest nope.example.org $ECHO False not-allowlisted 2" "$sumout"
 if id nobody >/dev/null 2>&1; then
 	NOBODY=$(id -u nobody)
 	# The caller holds its connection (and so the lease) until leasenobody.hold goes,

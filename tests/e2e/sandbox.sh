@@ -322,6 +322,27 @@ expect_clean "--policy NAME (no private egressd at all)"
 erun --policy ci-default $L -- $CURL "$OTHER_URL"
 expect_match "--policy NAME: what the policy does not allow is refused" \
     "denied +other\.e2e\.test:$UP +1× not-allowlisted" "$err"
+# Without --receipts (the system egressd's receipt file is root's): the summary comes from
+# egressd over the lease connection, the same destinations and bytes as the receipts say.
+m=$(wc -l < "$RCPT")
+erun --policy ci-default --lease-socket "$RUN/lease.sock" -- sh -c \
+    "$CURL $OK_URL; $CURL $OK_URL; $CURL $OTHER_URL"
+expect_match "--policy NAME, no --receipts: the summary is egressd's" \
+    "destinations, receipts kept by the system egressd \(principal lease-[0-9]+-[0-9a-f]+\)" "$err"
+sum_bytes=$(tail -n "+$((m + 1))" "$RCPT" | "$E2E_PY" -c '
+import json, sys
+up = down = 0
+for l in sys.stdin:
+    o = json.loads(l)
+    if o.get("event") == "close" and o.get("host") == "ok.e2e.test":
+        up += o["bytes_up"]; down += o["bytes_down"]
+def human(n):
+    return "%d B" % n if n < 10240 else "%.1f KiB" % (n / 1024)
+print("%s up, %s down" % (human(up), human(down)))')
+expect_match "--policy NAME, no --receipts: allowed twice, bytes as in the receipts" \
+    "allowed +ok\.e2e\.test:$UP +2× $sum_bytes" "$err"
+expect_match "--policy NAME, no --receipts: the refusal and its reason" \
+    "denied +other\.e2e\.test:$UP +1× not-allowlisted" "$err"
 rm -f "$BOX/ready"
 # shellcheck disable=SC2086
 spawn_run leasekill --policy ci-default $L --quiet -- sh -c ': > ready; exec sleep 20'
