@@ -299,9 +299,21 @@ main(int argc, char **argv)
 	const char *file = NULL;
 	bool check = false, debug = false;
 	struct egress_key pkey;
+	sigset_t startup;
 	char err[512];
 	int ch;
 
+	/*
+	 * Until the handlers exist, SIGTERM, SIGINT, SIGHUP and SIGUSR1 wait (blocked) instead
+	 * of killing egressd halfway through start-up with its sockets created; they are
+	 * handled as soon as the loop can.
+	 */
+	sigemptyset(&startup);
+	sigaddset(&startup, SIGTERM);
+	sigaddset(&startup, SIGINT);
+	sigaddset(&startup, SIGHUP);
+	sigaddset(&startup, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &startup, NULL);
 	/* Recorded before anything can drop them: the default owner of every principal. */
 	egressd_uid = geteuid();
 	egressd_gid = getegid();
@@ -405,6 +417,7 @@ main(int argc, char **argv)
 	event_add(ev_int, NULL);
 	event_add(ev_hup, NULL);
 	event_add(ev_usr1, NULL);
+	sigprocmask(SIG_UNBLOCK, &startup, NULL);
 	egressd_notify("READY=1");
 	log_info("event=started version=%s pid=%d principals=%zu control=%s receipts=%s",
 	    PACKAGE_VERSION, (int)getpid(), conf_current->nprincipals, conf_current->control,

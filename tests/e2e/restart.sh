@@ -148,4 +148,29 @@ expect_eq "SIGTERM: ... with a deny receipt" "deny shutdown http-connect" \
     "$(rcpt --skip "$m" --where event=deny --fields event,reason,frontend)"
 expect_eq "SIGTERM: the principal sockets are gone" "" "$(ls "$RUN" | grep -v control.sock)"
 check_receipts "after SIGTERM"
+
+# --- a signal during start-up waits for the handlers instead of killing egressd -----------
+# The configuration is a FIFO, so egressd sits in start-up (opening it) until the test
+# writes it: SIGUSR1 (say, logrotate's) sent then is handled once egressd runs.
+rm -f "$RUN/control.sock"
+conf_begin
+mkfifo conf.fifo
+spawn fifo "$EGRESSD" -c "$WORK/conf.fifo"
+FIFO_PID=$SPAWNED
+i=0
+while [ "$(awk '$1 == "SigBlk:" { print $2 }' "/proc/$FIFO_PID/status" 2>/dev/null)" = 0000000000000000 ] ||
+    ! grep -q fifo "/proc/$FIFO_PID/wchan" 2>/dev/null && [ $i -lt 200 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+kill -USR1 "$FIFO_PID"
+kill -USR1 "$FIFO_PID"
+# (bounded: without a reader, that is an egressd already dead, the write would block)
+timeout 10 sh -c 'cat "$1" > "$2"' sh "$WORK/egressd.conf" conf.fifo
+wait_for -S "$CTL" || kill -0 "$FIFO_PID" 2>/dev/null
+expect_eq "SIGUSR1 during start-up: egressd is alive and serving" 1 \
+    "$(kill -0 "$FIFO_PID" 2>/dev/null && "$EGRESSCTL" -s "$CTL" status >/dev/null && echo 1)"
+kill -TERM "$FIFO_PID"
+wait "$FIFO_PID"
+expect_eq "SIGUSR1 during start-up: ... and stops normally (exit 0)" 0 "$?"
 finish
