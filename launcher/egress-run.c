@@ -406,7 +406,7 @@ start_broker(void)
 /*
  * The private egressd's confinement, like the system one's under dist/egressd.service:
  * bwrap with the whole file system read-only but the runtime folder and the receipts'
- * folder, a private /dev and /tmp, new user, ipc, uts and cgroup namespaces (the network
+ * folder, a private /dev, new user, ipc, uts and cgroup namespaces (the network
  * is the host's: egressd's job is to reach it), every capability dropped, no_new_privs,
  * and a seccomp filter (sandbox_daemon_filter_export: sockets only AF_UNIX/INET/INET6, no
  * mounts, modules, ptrace, namespaces...). Paths are the same inside and out, so the
@@ -452,9 +452,10 @@ egressd_argv(const char **argv, const char *egressd, const char *conf, const cha
 	argv[n++] = "/";
 	argv[n++] = "--dev";
 	argv[n++] = "/dev";
-	argv[n++] = "--tmpfs";
-	argv[n++] = "/tmp";
-	/* After /tmp: either folder may be under it. */
+	/*
+	 * No tmpfs on /tmp: egressd, its hosts file, a build tree may live there; /tmp is
+	 * read-only like the rest. Either folder below may be under it.
+	 */
 	argv[n++] = "--bind";
 	argv[n++] = rtdir;
 	argv[n++] = rtdir;

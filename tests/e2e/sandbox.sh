@@ -69,6 +69,21 @@ expect_eq "receipt: a socks5 tunnel (the name went to egressd, socks5h)" \
     "socks5 ok.e2e.test $UP allowed" "$(last_rcpt "$R" close frontend,host,port,reason)"
 expect_match "egressd resolved the name" "^ok\.e2e\.test A$" "$(cat "$DNSLOG")"
 
+# --hosts: the private egressd answers the name from the file, without asking DNS.
+printf '127.0.0.1 ok.e2e.test\n' > "$WORK/hosts"
+: > "$DNSLOG"
+# shellcheck disable=SC2086
+erun --allow ok.e2e.test:$UP --hosts "$WORK/hosts" --resolver "127.0.0.1:$DNS_PORT" \
+    --permit-range 127.0.0.0/8 --receipts "$R" -- $CURL "$OK_URL"
+expect_eq "--hosts: the name is answered from the file" "0 200:200 0" \
+    "$rc $out $(grep -c '^ok\.e2e\.test' "$DNSLOG")"
+printf '10.1.2.3 ok.e2e.test\n' > "$WORK/hosts"
+# shellcheck disable=SC2086
+erun --allow ok.e2e.test:$UP --hosts "$WORK/hosts" --resolver "127.0.0.1:$DNS_PORT" \
+    --receipts "$R" -- $CURL "$OK_URL"
+expect_match "--hosts: its answers are validated like DNS's (a private address is refused)" \
+    "denied +ok\.e2e\.test:$UP +1× private-address" "$err"
+
 # shellcheck disable=SC2086
 erun $A -- $CURL "$OTHER_URL"
 expect_eq "HTTPS_PROXY: a name not allowed is refused (CONNECT answered 403)" "56 000:403" "$rc $out"
