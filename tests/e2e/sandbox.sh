@@ -84,6 +84,22 @@ erun --allow ok.e2e.test:$UP --hosts "$WORK/hosts" --resolver "127.0.0.1:$DNS_PO
 expect_match "--hosts: its answers are validated like DNS's (a private address is refused)" \
     "denied +ok\.e2e\.test:$UP +1× private-address" "$err"
 
+# As an ordinary user (the usual case: a CI job, an agent): the same run, unprivileged
+# user namespaces for both bwraps, the private egressd and its sockets the user's.
+if id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1; then
+	NB=$WORK/nb
+	mkdir -p "$NB" && chmod 777 "$NB" && cp "$BOX/up.crt" "$NB/"
+	# shellcheck disable=SC2086
+	(cd "$NB" && setpriv --reuid nobody --regid "$(id -g nobody)" --clear-groups \
+	    env HOME="$NB" XDG_RUNTIME_DIR="$NB" "$ERUN" --allow "ok.e2e.test:$UP" $DNSARGS \
+	    --receipts "$NB/r.jsonl" -- $CURL "$OK_URL" >"$NB/out" 2>"$NB/err")
+	expect_eq "as nobody: the run reaches the allowed upstream" "0 200:200" "$? $(cat "$NB/out")"
+	expect_match "as nobody: its summary" "allowed +ok\.e2e\.test:$UP +1×" "$(cat "$NB/err")"
+	expect_eq "as nobody: the receipts are nobody's" "$(id -u nobody)" "$(stat -c %u "$NB/r.jsonl")"
+else
+	skip "egress-run as nobody" "no user nobody or no setpriv"
+fi
+
 # shellcheck disable=SC2086
 erun $A -- $CURL "$OTHER_URL"
 expect_eq "HTTPS_PROXY: a name not allowed is refused (CONNECT answered 403)" "56 000:403" "$rc $out"
