@@ -33,6 +33,7 @@
 #include "egressd.h"
 
 #define CTL_MAX_CLIENTS 64
+#define CTL_OUT_MAX (256 * 1024)    /* replies queued to one client before it must read */
 
 struct ctl_client {
 	struct bufferevent *bev;
@@ -347,13 +348,32 @@ ctl_read_cb(struct bufferevent *bev, void *arg)
 	char *line;
 	size_t len;
 
-	while ((line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF)) != NULL) {
+	/*
+	 * A client that sends requests without reading the replies is not served further
+	 * until it reads: replies (a summary is up to ~90 KB) never pile up without bound.
+	 */
+	while (evbuffer_get_length(bufferevent_get_output(bev)) <= CTL_OUT_MAX &&
+	    (line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF)) != NULL) {
 		ctl_dispatch(cl, line, len);
 		free(line);
+	}
+	if (evbuffer_get_length(bufferevent_get_output(bev)) > CTL_OUT_MAX) {
+		bufferevent_disable(bev, EV_READ);
+		return;
 	}
 	if (evbuffer_get_length(in) > EGRESSD_CTL_LINE_MAX) {
 		ctl_error(cl, "request too long");
 		ctl_client_free(cl);
+	}
+}
+
+/* The replies went out: read (and answer) again. */
+static void
+ctl_write_cb(struct bufferevent *bev, void *arg)
+{
+	if ((bufferevent_get_enabled(bev) & EV_READ) == 0) {
+		bufferevent_enable(bev, EV_READ);
+		ctl_read_cb(bev, arg);
 	}
 }
 
@@ -392,7 +412,7 @@ ctl_accept_cb(evutil_socket_t lfd, short what, void *arg)
 	cl->uid = cred.uid;
 	cl->gid = cred.gid;
 	cl->bev = bufferevent_socket_new(egressd_base, fd, BEV_OPT_CLOSE_ON_FREE);
-	bufferevent_setcb(cl->bev, ctl_read_cb, NULL, ctl_event_cb, cl);
+	bufferevent_setcb(cl->bev, ctl_read_cb, ctl_write_cb, ctl_event_cb, cl);
 	bufferevent_setwatermark(cl->bev, EV_READ, 0, EGRESSD_CTL_LINE_MAX + 1);
 	bufferevent_enable(cl->bev, EV_READ | EV_WRITE);
 	TAILQ_INSERT_TAIL(&ctl_clients, cl, entry);

@@ -54,6 +54,8 @@ struct priv_msg {
 	char text[PATH_MAX];    /* request: a name; RECEIPTS_ROTATE reply: the old file's name */
 };
 
+#define PRIV_MAX_SOCKETS 4096          /* sockets the helper made and has not removed */
+
 static int priv_sock = -1;              /* egressd's end, when a helper runs */
 static pid_t priv_pid = -1;
 static const char *priv_runtime_dir;
@@ -119,10 +121,27 @@ priv_do_unlink(const char *path, uint64_t dev, uint64_t ino)
 	return unlink(path);
 }
 
+/*
+ * The receipt file for appending: a regular file with one link (not a FIFO that would
+ * block, not a hard link to some other file), never through a symlink. The helper opens
+ * it as root, so it trusts nothing about what is at the path.
+ */
 static int
 priv_do_receipts_open(const char *path)
 {
-	return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	struct stat st;
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK |
+	    O_NOCTTY, 0600);
+
+	if (fd == -1)
+		return -1;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+	    fcntl(fd, F_SETFL, O_WRONLY | O_APPEND) == -1) {
+		close(fd);
+		errno = EPERM;
+		return -1;
+	}
+	return fd;
 }
 
 static int
@@ -167,7 +186,8 @@ priv_name_ok(const char *text, size_t cap)
 }
 
 static int
-priv_serve(const struct priv_msg *q, struct priv_msg *r, const char *receipts)
+priv_serve(const struct priv_msg *q, struct priv_msg *r, const char *receipts,
+    bool receipts_ok, unsigned *live)
 {
 	struct stat st;
 	int fd = -1;
@@ -180,10 +200,15 @@ priv_serve(const struct priv_msg *q, struct priv_msg *r, const char *receipts)
 			r->err = EINVAL;
 			break;
 		}
+		if (*live >= PRIV_MAX_SOCKETS) {
+			r->err = EMFILE;
+			break;
+		}
 		if ((fd = priv_do_listen(q->text, (uid_t)q->uid, (gid_t)q->gid, &st)) == -1) {
 			r->err = errno;
 			break;
 		}
+		(*live)++;
 		r->dev = (uint64_t)st.st_dev;
 		r->ino = (uint64_t)st.st_ino;
 		break;
@@ -192,13 +217,19 @@ priv_serve(const struct priv_msg *q, struct priv_msg *r, const char *receipts)
 			r->err = EINVAL;
 		else if (priv_do_unlink(q->text, q->dev, q->ino) == -1)
 			r->err = errno;
+		else if (*live > 0)
+			(*live)--;
 		break;
 	case PRIV_RECEIPTS_OPEN:
-		if ((fd = priv_do_receipts_open(receipts)) == -1)
+		if (!receipts_ok)
+			r->err = EPERM;
+		else if ((fd = priv_do_receipts_open(receipts)) == -1)
 			r->err = errno;
 		break;
 	case PRIV_RECEIPTS_ROTATE:
-		if ((fd = priv_do_receipts_rotate(receipts, r->text, sizeof(r->text))) == -1)
+		if (!receipts_ok)
+			r->err = EPERM;
+		else if ((fd = priv_do_receipts_rotate(receipts, r->text, sizeof(r->text))) == -1)
 			r->err = errno;
 		break;
 	default:
@@ -206,6 +237,31 @@ priv_serve(const struct priv_msg *q, struct priv_msg *r, const char *receipts)
 		break;
 	}
 	return fd;
+}
+
+/*
+ * Renaming and creating the receipt file as root is safe only in a folder egressd's user
+ * cannot write (else it could put a link or a FIFO there between two requests): the
+ * folder must be root's and not writable by group or others.
+ */
+static bool
+priv_receipts_dir_ok(const char *receipts)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", receipts);
+	if ((slash = strrchr(dir, '/')) == NULL)
+		return false;
+	*(slash == dir ? slash + 1 : slash) = '\0';
+	if (lstat(dir, &st) == -1 || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
+	    (st.st_mode & 022) != 0) {
+		fprintf(stderr, "egressd-priv: %s must be root's and not writable by group or "
+		    "others: the receipt file will not be reopened or rotated\n", dir);
+		return false;
+	}
+	return true;
 }
 
 static int
@@ -243,6 +299,8 @@ priv_helper(int sock, const char *runtime_dir, const char *receipts)
 	static const int ignored[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGPIPE };
 	struct priv_msg q, r;
 	int fd, nfds, truncated;
+	unsigned live = 0;
+	bool receipts_ok;
 	ssize_t n;
 
 	/* systemd and a terminal signal the whole group: the helper leaves when egressd does. */
@@ -262,6 +320,11 @@ priv_helper(int sock, const char *runtime_dir, const char *receipts)
 		fprintf(stderr, "egressd-priv: set-up failed: %s\n", strerror(errno));
 		_exit(1);
 	}
+	receipts_ok = priv_receipts_dir_ok(receipts);
+	/* Ready: priv_start waits for this before egressd goes on. */
+	memset(&r, 0, sizeof(r));
+	if (egress_fdpass_send(sock, &r, sizeof(r), -1, -1) == -1)
+		_exit(1);
 	for (;;) {
 		n = egress_fdpass_recv(sock, &q, sizeof(q), &fd, &nfds, &truncated, 0);
 		if (n <= 0)
@@ -273,7 +336,7 @@ priv_helper(int sock, const char *runtime_dir, const char *receipts)
 			r.err = EBADMSG;
 			fd = -1;
 		} else {
-			fd = priv_serve(&q, &r, receipts);
+			fd = priv_serve(&q, &r, receipts, receipts_ok, &live);
 		}
 		if (egress_fdpass_send(sock, &r, sizeof(r), fd, -1) == -1)
 			_exit(0);
@@ -309,6 +372,20 @@ priv_start(const char *runtime_dir, const char *receipts)
 	priv_sock = sv[0];
 	priv_pid = pid;
 	priv_runtime_dir = runtime_dir;
+	{
+		/* Its first message says it is set up; an exit instead is a start-up failure. */
+		struct priv_msg r;
+		int fd, nfds, truncated;
+		ssize_t n = egress_fdpass_recv(priv_sock, &r, sizeof(r), &fd, &nfds, &truncated, 0);
+
+		if (fd != -1)
+			close(fd);
+		if (n != (ssize_t)sizeof(r) || r.op != 0 || r.err != 0) {
+			fprintf(stderr, "egressd: the privileged helper did not start\n");
+			priv_stop();
+			return -1;
+		}
+	}
 	return 0;
 }
 

@@ -202,7 +202,7 @@ expect_eq "lease socket: mode 0660, group $LGROUP" "660 root:$LGROUP" "$(stat -c
 expect_match "lease socket: serves the lease and summary verbs only" '"ok":false.*lease and summary verbs only' \
     "$(py raw "$RUN/lease.sock" --text --timeout 10 --until-text '\n' --linger 0 --data '{"verb":"status"}\n')"
 # summary: only for a lease the connection holds; then its destinations, added up.
-sumout=$("$E2E_PY" - "$RUN/lease.sock" "$ECHO" <<'PYEOF'
+sumout=$("$E2E_PY" - "$RUN/lease.sock" "$ECHO" "$EGRESSD_PID" <<'PYEOF'
 import json, socket, sys
 def ask(f, s, req):
     s.sendall((json.dumps(req) + "\n").encode())
@@ -216,7 +216,10 @@ for host in ("c.e2e.test", "nope.example.org", "nope.example.org"):
     t = socket.socket(socket.AF_UNIX); t.settimeout(10); t.connect(sock)
     t.sendall(("CONNECT {0}:{1} HTTP/1.1\r\nHost: {0}:{1}\r\n\r\n".format(host, sys.argv[2])).encode())
     t.recv(4096); t.close()
-r = ask(f, s, {"verb": "summary", "name": "lease-0-nothere"})
+# another connection's real lease: not visible from this one
+s2 = socket.socket(socket.AF_UNIX); s2.settimeout(10); s2.connect(sys.argv[1]); f2 = s2.makefile("r")
+other = ask(f2, s2, {"verb": "lease", "policy": "build.sealed"})["name"]
+r = ask(f, s, {"verb": "summary", "name": other})
 print("other", r["ok"], r.get("error"))
 import time
 for _ in range(100):
@@ -227,6 +230,21 @@ for _ in range(100):
 print("mine", r["ok"], r["principal"] == name, r["open"], r["dropped"])
 for d in sorted(r["destinations"], key=lambda d: d["host"]):
     print("dest", d["host"], d.get("port", "-"), d["allowed"], d["reason"], d["count"])
+# A client that asks without reading: egressd stops reading it, its memory stays bounded.
+def rss():
+    with open("/proc/%s/status" % sys.argv[3]) as st:
+        return int([l for l in st if l.startswith("VmRSS:")][0].split()[1])
+before = rss()
+s2.setblocking(False)
+sent = 0
+req = b'{"verb":"summary"}\n' * 1000
+end = time.monotonic() + 3
+while time.monotonic() < end:
+    try:
+        sent += s2.send(req)
+    except BlockingIOError:
+        time.sleep(0.05)
+print("flood", sent > 100000, rss() - before < 32768)
 PYEOF
 )
 expect_eq "summary: the lease socket's verb, for the leases the connection holds" \
@@ -234,7 +252,8 @@ expect_eq "summary: the lease socket's verb, for the leases the connection holds
 other False no such lease (a lease connection sees only its own)
 mine True True 0 0
 dest c.e2e.test $ECHO True allowed 1
-dest nope.example.org $ECHO False not-allowlisted 2" "$sumout"
+dest nope.example.org $ECHO False not-allowlisted 2
+flood True True" "$sumout"
 if id nobody >/dev/null 2>&1; then
 	NOBODY=$(id -u nobody)
 	# The caller holds its connection (and so the lease) until leasenobody.hold goes,

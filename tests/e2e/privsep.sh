@@ -115,6 +115,22 @@ wait_for -f "$RCPT"
 py tunnel connect "$S" after.example.org 443 >/dev/null
 expect_eq "SIGUSR1 as nobody: the new file gets the next record" 1 "$(grep -c after.example.org "$RCPT" 2>/dev/null)"
 expect_eq "no reopen or rotation failed" "" "$(grep -E 'event=receipts-(reopen|rotate) .*error' egressd.err)"
+# A FIFO (or anything but a plain file) at the receipts path is refused, not opened: the
+# root helper must not block on it or write through it.
+mv "$RCPT" "$RCPT.beforefifo"
+mkfifo "$RCPT"
+lm=$(log_mark)
+kill -USR1 "$EGRESSD_PID"
+wait_log "event=receipts-reopen .*error" "$lm"
+expect_match "a FIFO at the receipts path: the reopen is refused" "event=receipts-reopen .*error=" \
+    "$(tail -n "+$((lm + 1))" egressd.err)"
+expect_eq "... and the helper still serves" 0 "$("$EGRESSCTL" -s "$CTL" principal add fifo \
+    --policy "$WORK/open.policy" >/dev/null 2>&1; echo $?)"
+rm -f "$RCPT"
+kill -USR1 "$EGRESSD_PID"
+wait_for -f "$RCPT"
+py tunnel connect "$S" afterfifo.example.org 443 >/dev/null
+expect_eq "... and once it is gone the next SIGUSR1 reopens" 1 "$(grep -c afterfifo.example.org "$RCPT" 2>/dev/null)"
 
 egressd_stop
 expect_eq "egressd exits 0" 0 "$EGRESSD_RC"
@@ -146,7 +162,7 @@ else
 fi
 
 args=
-for f in $(ls "$RCPT".2* | sort) "$RCPT.manual" "$RCPT"; do args="$args --file $f"; done
+for f in $(ls "$RCPT".2* | sort) "$RCPT.manual" "$RCPT.beforefifo" "$RCPT"; do args="$args --file $f"; done
 # shellcheck disable=SC2086
 run "$EGRESSCTL" receipts verify $args --key "$KEY"
 expect_eq "verify: the chain runs across every file" 0 "$rc"
