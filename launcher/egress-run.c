@@ -113,6 +113,7 @@ rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
  * exits) and ends the lease; the summary is read after this.
  */
 static json_t *lease_request_summary(void);
+static bool signal_children(pid_t init_pid, int sig);
 static json_t *lease_summary;         /* the system egressd's summary of the lease */
 
 static void
@@ -121,8 +122,13 @@ stop_egress(void)
 	if (egressd_pid > 0) {
 		int status;
 
-		/* bwrap does not forward signals: egressd itself gets SIGTERM. */
-		kill(egressd_child > 0 ? egressd_child : egressd_pid, SIGTERM);
+		/*
+		 * bwrap does not forward signals: egressd, the child of the pid namespace's
+		 * init, gets SIGTERM, and only while bwrap has not reaped them (no stale pid).
+		 */
+		if (waitpid(egressd_pid, &status, WNOHANG) == 0 &&
+		    (egressd_child <= 0 || !signal_children(egressd_child, SIGTERM)))
+			kill(egressd_pid, SIGTERM);
 		for (int i = 0; i < 100 && waitpid(egressd_pid, &status, WNOHANG) == 0; i++)
 			usleep(50000);
 		if (waitpid(egressd_pid, &status, WNOHANG) == 0) {
@@ -405,29 +411,28 @@ start_broker(void)
 
 /*
  * The private egressd's confinement, like the system one's under dist/egressd.service:
- * bwrap with the whole file system read-only but the runtime folder and the receipts'
- * folder, a private /dev, new user, ipc, uts and cgroup namespaces (the network
+ * bwrap with the whole file system read-only but the runtime folder and the receipt
+ * file, homes empty, a private /dev, new user, pid, ipc, uts and cgroup namespaces (the network
  * is the host's: egressd's job is to reach it), every capability dropped, no_new_privs,
  * and a seccomp filter (sandbox_daemon_filter_export: sockets only AF_UNIX/INET/INET6, no
  * mounts, modules, ptrace, namespaces...). Paths are the same inside and out, so the
  * sockets egressd creates are where the sandbox and egress-run look for them. --info-fd
- * tells egressd's pid, which gets SIGTERM at the end (bwrap forwards no signal).
+ * tells the pid namespace's init, whose child (egressd) gets SIGTERM at the end (bwrap
+ * forwards no signal); if egress-run dies, --die-with-parent takes the namespace down.
  */
 static void
 egressd_argv(const char **argv, const char *egressd, const char *conf, const char *rfile,
     int *filter_fd, int info[2])
 {
-	static char bwrap[PATH_MAX], rdir[PATH_MAX], fdarg[16], infoarg[16];
+	static char bwrap[PATH_MAX], bin[PATH_MAX], hosts[PATH_MAX], fdarg[16], infoarg[16];
 	size_t n = 0;
-	char *slash;
+	struct stat st;
 
 	if (!find_in_path("bwrap", bwrap, sizeof(bwrap)))
 		setup_failed("bubblewrap (bwrap) not found: install the Debian package "
 		    "bubblewrap; egress-run never runs a command without the sandbox");
-	snprintf(rdir, sizeof(rdir), "%s", rfile);
-	if ((slash = strrchr(rdir, '/')) == NULL)
-		setup_failed("receipts %s: not an absolute path", rfile);
-	*(slash == rdir ? slash + 1 : slash) = '\0';
+	if (realpath(egressd, bin) == NULL)
+		setup_failed("%s: %s", egressd, strerror(errno));
 	if ((*filter_fd = memfd_create("egressd-seccomp", MFD_CLOEXEC)) == -1)
 		setup_failed("memfd_create: %s", strerror(errno));
 	if (sandbox_daemon_filter_export(*filter_fd) == -1 ||
@@ -439,6 +444,7 @@ egressd_argv(const char **argv, const char *egressd, const char *conf, const cha
 	snprintf(infoarg, sizeof(infoarg), "%d", info[1]);
 	argv[n++] = bwrap;
 	argv[n++] = "--unshare-user";
+	argv[n++] = "--unshare-pid";
 	argv[n++] = "--unshare-ipc";
 	argv[n++] = "--unshare-uts";
 	argv[n++] = "--unshare-cgroup-try";
@@ -452,22 +458,41 @@ egressd_argv(const char **argv, const char *egressd, const char *conf, const cha
 	argv[n++] = "/";
 	argv[n++] = "--dev";
 	argv[n++] = "/dev";
+	/* ProtectHome: homes are empty (what egressd needs from one is bound below). */
+	if (stat("/home", &st) == 0 && S_ISDIR(st.st_mode)) {
+		argv[n++] = "--tmpfs";
+		argv[n++] = "/home";
+	}
+	if (stat("/root", &st) == 0 && S_ISDIR(st.st_mode)) {
+		argv[n++] = "--tmpfs";
+		argv[n++] = "/root";
+	}
 	/*
 	 * No tmpfs on /tmp: egressd, its hosts file, a build tree may live there; /tmp is
-	 * read-only like the rest. Either folder below may be under it.
+	 * read-only like the rest. After the homes, since any of these may be in one.
 	 */
+	argv[n++] = "--ro-bind";
+	argv[n++] = bin;
+	argv[n++] = bin;
+	if (opt.hosts != NULL) {
+		if (realpath(opt.hosts, hosts) == NULL)
+			setup_failed("--hosts %s: %s", opt.hosts, strerror(errno));
+		argv[n++] = "--ro-bind";
+		argv[n++] = hosts;
+		argv[n++] = hosts;
+	}
 	argv[n++] = "--bind";
 	argv[n++] = rtdir;
 	argv[n++] = rtdir;
-	argv[n++] = "--bind";
-	argv[n++] = rdir;
-	argv[n++] = rdir;
+	argv[n++] = "--bind";          /* the receipt file alone, not its folder */
+	argv[n++] = rfile;
+	argv[n++] = rfile;
 	argv[n++] = "--seccomp";
 	argv[n++] = fdarg;
 	argv[n++] = "--info-fd";
 	argv[n++] = infoarg;
 	argv[n++] = "--";
-	argv[n++] = egressd;
+	argv[n++] = bin;
 	argv[n++] = "-c";
 	argv[n++] = conf;
 	argv[n] = NULL;
@@ -510,7 +535,7 @@ start_private(void)
 	char egressd[PATH_MAX + 16], conf[PATH_MAX + 16], pol[PATH_MAX + 16];
 	char key[PATH_MAX + 16], err[512], *text, *t;
 	const char *base = getenv("XDG_RUNTIME_DIR");
-	const char *bwrap_argv[48];
+	const char *bwrap_argv[64];
 	uint8_t r[4];
 	struct stat st;
 	int status, filter_fd, info[2];
@@ -534,6 +559,24 @@ start_private(void)
 	if (egress_key_generate(key, err, sizeof(err)) == -1)
 		setup_failed("%s", err);
 	default_receipts();
+	{
+		/*
+		 * The private egressd gets this one file read-write, not its folder (which may
+		 * be / or a home): it must exist, and its real path is what is bound.
+		 */
+		char real[PATH_MAX];
+		int rfd = open(receipts, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW |
+		    O_NONBLOCK | O_NOCTTY, 0600);
+		struct stat rst;
+
+		if (rfd == -1 || fstat(rfd, &rst) == -1 || !S_ISREG(rst.st_mode))
+			setup_failed("receipts %s: %s", receipts, rfd == -1 ? strerror(errno) :
+			    "not a regular file");
+		close(rfd);
+		if (realpath(receipts, real) == NULL)
+			setup_failed("receipts %s: %s", receipts, strerror(errno));
+		snprintf(receipts, sizeof(receipts), "%s", real);
+	}
 	if ((size_t)snprintf(sock, sizeof(sock), "%s/run/%s.sock", rtdir, principal) >=
 	    sizeof(sock))
 		setup_failed("runtime folder path too long");
@@ -572,6 +615,10 @@ start_private(void)
 		if ((fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) != -1)
 			dup2(fd, STDERR_FILENO);
 		dup2(STDERR_FILENO, STDOUT_FILENO);
+		/* Nothing of the terminal: the workload's input is not egressd's to read. */
+		if ((fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) == -1 ||
+		    dup2(fd, STDIN_FILENO) == -1)
+			_exit(RUN_EXIT_SETUP);
 		setsid();
 		/* Until bwrap's --die-with-parent takes over: egressd ends with egress-run. */
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1 || getppid() != parent)
@@ -755,9 +802,9 @@ forward_signal(int sig)
 	pending_signal = sig;
 }
 
-/* The workload is the child of the sandbox's init (bwrap's pid 1, child-pid). */
-static void
-signal_workload(pid_t init_pid, int sig)
+/* Signals the children of a sandbox's init (bwrap's pid 1); false when it found none. */
+static bool
+signal_children(pid_t init_pid, int sig)
 {
 	char path[64], buf[256];
 	FILE *fp;
@@ -777,7 +824,14 @@ signal_workload(pid_t init_pid, int sig)
 		}
 		fclose(fp);
 	}
-	if (!sent && bwrap_pid > 0)
+	return sent;
+}
+
+/* The workload is the child of the sandbox's init (bwrap's pid 1, child-pid). */
+static void
+signal_workload(pid_t init_pid, int sig)
+{
+	if (!signal_children(init_pid, sig) && bwrap_pid > 0)
 		kill(bwrap_pid, sig);
 }
 

@@ -245,7 +245,7 @@ hold_run() {
 	wait_until hold_run_found
 }
 hold_run_found() {
-	PRIVD=$(tree_pid "$ERPID" 2 egressd)     # egress-run -> bwrap -> egressd
+	PRIVD=$(tree_pid "$ERPID" 3 egressd)     # egress-run -> bwrap -> its pid 1 -> egressd
 	WL=$(tree_pid "$ERPID" 3)
 	RELAYPID=$(tree_pid "$ERPID" 4 egress-relay)
 	RTDIR=$(ls -d "$XDG_RUNTIME_DIR"/egress-run.* 2>/dev/null | head -n 1)
@@ -292,6 +292,15 @@ expect_match "private egressd: / is read-only" "^ro(,|$)" \
     "$(awk '$5 == "/" { print $6 }' "/proc/$PRIVD/mountinfo" | tail -n 1)"
 expect_match "private egressd: its runtime folder is writable" "^rw(,|$)" \
     "$(awk -v d="$RTDIR" '$5 == d { print $6 }' "/proc/$PRIVD/mountinfo" | tail -n 1)"
+expect_match "private egressd: its receipt file is writable" "^rw(,|$)" \
+    "$(awk -v d="$R" '$5 == d { print $6 }' "/proc/$PRIVD/mountinfo" | tail -n 1)"
+expect_eq "private egressd: not the receipts' folder, nor the current one" "" \
+    "$(awk -v a="$WORK" -v b="$BOX" '($5 == a || $5 == b) && $6 ~ /^rw/' "/proc/$PRIVD/mountinfo")"
+expect_match "private egressd: /root and /home are empty (tmpfs)" "^tmpfs tmpfs$" \
+    "$(awk '$5 == "/root" || $5 == "/home" { print $9 }' "/proc/$PRIVD/mountinfo" | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "private egressd: its own pid namespace" 1 \
+    "$([ "$(readlink "/proc/$PRIVD/ns/pid")" != "$(readlink /proc/self/ns/pid)" ] && echo 1)"
+expect_eq "private egressd: stdin is not egress-run's" /dev/null "$(readlink "/proc/$PRIVD/fd/0")"
 kill -KILL "$ERPID"
 wait "$ERPID" 2>/dev/null
 expect_eq "egress-run killed by SIGKILL: the workload dies with it (--die-with-parent)" 1 "$(gone "$WL")"
