@@ -40,19 +40,12 @@
 
 #include "egressd.h"
 #include "fdpass.h"
+#include "priv.h"
 
 #define PRIV_BACKLOG 128
 
-enum priv_op { PRIV_LISTEN = 1, PRIV_UNLINK, PRIV_RECEIPTS_OPEN, PRIV_RECEIPTS_ROTATE };
 
 /* Request and reply alike; a request must be exactly this size. */
-struct priv_msg {
-	uint32_t op;
-	int32_t err;            /* reply: 0 or an errno value */
-	uint32_t uid, gid;
-	uint64_t dev, ino;
-	char text[PATH_MAX];    /* request: a name; RECEIPTS_ROTATE reply: the old file's name */
-};
 
 #define PRIV_MAX_SOCKETS 4096          /* sockets the helper made and has not removed */
 
@@ -533,6 +526,12 @@ bool
 priv_separated(void)
 {
 	return priv_sock != -1;
+}
+
+int
+priv_channel(void)
+{
+	return priv_sock;
 }
 
 void
