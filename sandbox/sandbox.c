@@ -152,6 +152,40 @@ sandbox_socket_families(scmp_filter_ctx ctx, const int *allowed, size_t n)
 	return 0;
 }
 
+/* Each syscall named fails with EPERM. */
+static int
+sandbox_eperm(scmp_filter_ctx ctx, const char *const *names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (sandbox_rule(ctx, SCMP_ACT_ERRNO(EPERM), names[i], 0, NULL) == -1)
+			return -1;
+	return 0;
+}
+
+/*
+ * clone with any namespace flag and ioctl TIOCSTI fail with EPERM; clone3 with ENOSYS (it
+ * passes its flags in memory the filter cannot read: libc then uses clone).
+ */
+static int
+sandbox_no_ns_no_tiocsti(scmp_filter_ctx ctx)
+{
+	struct scmp_arg_cmp cmp;
+
+	for (unsigned bit = 0; bit < 32; bit++) {
+		unsigned long flag = 1UL << bit;
+
+		if ((SANDBOX_NS_FLAGS & flag) == 0)
+			continue;
+		cmp = (struct scmp_arg_cmp)SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag);
+		if (sandbox_rule(ctx, SCMP_ACT_ERRNO(EPERM), "clone", 1, &cmp) == -1)
+			return -1;
+	}
+	if (sandbox_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL) == -1)
+		return -1;
+	cmp = (struct scmp_arg_cmp)SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI);
+	return sandbox_rule(ctx, SCMP_ACT_ERRNO(EPERM), "ioctl", 1, &cmp);
+}
+
 int
 sandbox_workload_filter(bool log)
 {
@@ -170,25 +204,8 @@ sandbox_workload_filter(bool log)
 	cmp = (struct scmp_arg_cmp)SCMP_A0(SCMP_CMP_NE, AF_UNIX);
 	if (sandbox_rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), "socketpair", 1, &cmp) == -1)
 		goto fail;
-	for (size_t i = 0; i < sizeof(eperm) / sizeof(eperm[0]); i++)
-		if (sandbox_rule(ctx, SCMP_ACT_ERRNO(EPERM), eperm[i], 0, NULL) == -1)
-			goto fail;
-	cmp = (struct scmp_arg_cmp)SCMP_A0(SCMP_CMP_MASKED_EQ, SANDBOX_NS_FLAGS, 0);
-	/* clone with any namespace flag: the rule matches when (flags & NS) != 0. */
-	for (unsigned bit = 0; bit < 32; bit++) {
-		unsigned long flag = 1UL << bit;
-
-		if ((SANDBOX_NS_FLAGS & flag) == 0)
-			continue;
-		cmp = (struct scmp_arg_cmp)SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag);
-		if (sandbox_rule(ctx, SCMP_ACT_ERRNO(EPERM), "clone", 1, &cmp) == -1)
-			goto fail;
-	}
-	/* clone3 passes its flags in memory the filter cannot read: libc then uses clone. */
-	if (sandbox_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL) == -1)
-		goto fail;
-	cmp = (struct scmp_arg_cmp)SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI);
-	if (sandbox_rule(ctx, SCMP_ACT_ERRNO(EPERM), "ioctl", 1, &cmp) == -1)
+	if (sandbox_eperm(ctx, eperm, sizeof(eperm) / sizeof(eperm[0])) == -1 ||
+	    sandbox_no_ns_no_tiocsti(ctx) == -1)
 		goto fail;
 	return sandbox_load(ctx);
 fail:
@@ -208,11 +225,9 @@ sandbox_relay_filter(void)
 
 	if (ctx == NULL)
 		return -1;
-	if (sandbox_socket_families(ctx, unixonly, 1) == -1)
+	if (sandbox_socket_families(ctx, unixonly, 1) == -1 ||
+	    sandbox_eperm(ctx, eperm, sizeof(eperm) / sizeof(eperm[0])) == -1)
 		goto fail;
-	for (size_t i = 0; i < sizeof(eperm) / sizeof(eperm[0]); i++)
-		if (sandbox_rule(ctx, SCMP_ACT_ERRNO(EPERM), eperm[i], 0, NULL) == -1)
-			goto fail;
 	return sandbox_load(ctx);
 fail:
 	seccomp_release(ctx);
@@ -242,29 +257,14 @@ sandbox_daemon_filter_export(int fd)
 		"name_to_handle_at", "fanotify_init", "lookup_dcookie", "vhangup",
 	};
 	scmp_filter_ctx ctx = sandbox_new(false);
-	struct scmp_arg_cmp cmp;
 	int r;
 
 	if (ctx == NULL)
 		return -1;
 	if (sandbox_socket_families(ctx, fams, sizeof(fams) / sizeof(fams[0])) == -1)
 		goto fail;
-	for (size_t i = 0; i < sizeof(eperm) / sizeof(eperm[0]); i++)
-		if (sandbox_rule(ctx, SCMP_ACT_ERRNO(EPERM), eperm[i], 0, NULL) == -1)
-			goto fail;
-	for (unsigned bit = 0; bit < 32; bit++) {
-		unsigned long flag = 1UL << bit;
-
-		if ((SANDBOX_NS_FLAGS & flag) == 0)
-			continue;
-		cmp = (struct scmp_arg_cmp)SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag);
-		if (sandbox_rule(ctx, SCMP_ACT_ERRNO(EPERM), "clone", 1, &cmp) == -1)
-			goto fail;
-	}
-	if (sandbox_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL) == -1)
-		goto fail;
-	cmp = (struct scmp_arg_cmp)SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI);
-	if (sandbox_rule(ctx, SCMP_ACT_ERRNO(EPERM), "ioctl", 1, &cmp) == -1)
+	if (sandbox_eperm(ctx, eperm, sizeof(eperm) / sizeof(eperm[0])) == -1 ||
+	    sandbox_no_ns_no_tiocsti(ctx) == -1)
 		goto fail;
 	if ((r = seccomp_export_bpf(ctx, fd)) != 0) {
 		fprintf(stderr, "seccomp: cannot export the filter: %s\n", strerror(-r));
