@@ -410,6 +410,37 @@ start_broker(void)
 }
 
 /*
+ * bwrap and the options both of its sandboxes share (the private egressd's and the
+ * workload's): new user, pid, ipc, uts and cgroup namespaces (and the network's when
+ * asked), no nested user namespaces, gone with egress-run, its own session, no capability.
+ * Returns how many arguments it wrote.
+ */
+static size_t
+bwrap_base(const char **argv, bool unshare_net)
+{
+	static char bwrap[PATH_MAX];
+	size_t n = 0;
+
+	if (bwrap[0] == '\0' && !find_in_path("bwrap", bwrap, sizeof(bwrap)))
+		setup_failed("bubblewrap (bwrap) not found: install the Debian package "
+		    "bubblewrap; egress-run never runs a command without the sandbox");
+	argv[n++] = bwrap;
+	argv[n++] = "--unshare-user";
+	argv[n++] = "--unshare-pid";
+	argv[n++] = "--unshare-ipc";
+	argv[n++] = "--unshare-uts";
+	if (unshare_net)
+		argv[n++] = "--unshare-net";
+	argv[n++] = "--unshare-cgroup-try";
+	argv[n++] = "--disable-userns";
+	argv[n++] = "--die-with-parent";
+	argv[n++] = "--new-session";
+	argv[n++] = "--cap-drop";
+	argv[n++] = "ALL";
+	return n;
+}
+
+/*
  * The private egressd's confinement, like the system one's under dist/egressd.service:
  * bwrap with the whole file system read-only but the runtime folder and the receipt
  * file, homes empty, a private /dev, new user, pid, ipc, uts and cgroup namespaces (the network
@@ -424,13 +455,11 @@ static void
 egressd_argv(const char **argv, const char *egressd, const char *conf, const char *rfile,
     int *filter_fd, int info[2])
 {
-	static char bwrap[PATH_MAX], bin[PATH_MAX], hosts[PATH_MAX], fdarg[16], infoarg[16];
-	size_t n = 0;
+	static char bin[PATH_MAX], hosts[PATH_MAX], fdarg[16], infoarg[16];
+	size_t n;
 	struct stat st;
 
-	if (!find_in_path("bwrap", bwrap, sizeof(bwrap)))
-		setup_failed("bubblewrap (bwrap) not found: install the Debian package "
-		    "bubblewrap; egress-run never runs a command without the sandbox");
+	n = bwrap_base(argv, false);    /* the host's network: reaching it is egressd's job */
 	if (realpath(egressd, bin) == NULL)
 		setup_failed("%s: %s", egressd, strerror(errno));
 	if ((*filter_fd = memfd_create("egressd-seccomp", MFD_CLOEXEC)) == -1)
@@ -442,17 +471,6 @@ egressd_argv(const char **argv, const char *egressd, const char *conf, const cha
 		setup_failed("pipe: %s", strerror(errno));
 	snprintf(fdarg, sizeof(fdarg), "%d", *filter_fd);
 	snprintf(infoarg, sizeof(infoarg), "%d", info[1]);
-	argv[n++] = bwrap;
-	argv[n++] = "--unshare-user";
-	argv[n++] = "--unshare-pid";
-	argv[n++] = "--unshare-ipc";
-	argv[n++] = "--unshare-uts";
-	argv[n++] = "--unshare-cgroup-try";
-	argv[n++] = "--disable-userns";
-	argv[n++] = "--die-with-parent";
-	argv[n++] = "--new-session";
-	argv[n++] = "--cap-drop";
-	argv[n++] = "ALL";
 	argv[n++] = "--ro-bind";
 	argv[n++] = "/";
 	argv[n++] = "/";
@@ -840,7 +858,7 @@ run_sandbox(void)
 {
 	const char *argv[64 + 6 * RUN_MAX_LIST];
 	size_t n = 0;
-	char launch[PATH_MAX + 16], bwrap[PATH_MAX], cwd[PATH_MAX], path_env[PATH_MAX * 2];
+	char launch[PATH_MAX + 16], cwd[PATH_MAX], path_env[PATH_MAX * 2];
 	char launch_in[PATH_MAX], statusfd[16];
 	const char *home = getenv("HOME"), *term = getenv("TERM"), *lang = getenv("LANG");
 	bool ro_cwd = false;
@@ -851,9 +869,6 @@ run_sandbox(void)
 	struct sigaction sa;
 	FILE *js;
 
-	if (!find_in_path("bwrap", bwrap, sizeof(bwrap)))
-		setup_failed("bubblewrap (bwrap) not found: install the Debian package "
-		    "bubblewrap; egress-run never runs a command without the sandbox");
 	need_program("egress-launch", launch, sizeof(launch));
 	need_program("egress-relay", launch_in, sizeof(launch_in));
 	snprintf(launch_in, sizeof(launch_in), "%s/egress-launch", RUN_SANDBOX_BIN);
@@ -865,18 +880,7 @@ run_sandbox(void)
 	snprintf(path_env, sizeof(path_env), "%s:%s",
 	    getenv("PATH") ? getenv("PATH") : "/usr/local/bin:/usr/bin:/bin", RUN_SANDBOX_BIN);
 
-	argv[n++] = bwrap;
-	argv[n++] = "--unshare-user";
-	argv[n++] = "--unshare-pid";
-	argv[n++] = "--unshare-ipc";
-	argv[n++] = "--unshare-uts";
-	argv[n++] = "--unshare-net";
-	argv[n++] = "--unshare-cgroup-try";
-	argv[n++] = "--disable-userns";
-	argv[n++] = "--die-with-parent";
-	argv[n++] = "--new-session";
-	argv[n++] = "--cap-drop";
-	argv[n++] = "ALL";
+	n = bwrap_base(argv, true);
 	argv[n++] = "--clearenv";
 	argv[n++] = "--ro-bind";
 	argv[n++] = "/usr";
@@ -995,8 +999,8 @@ run_sandbox(void)
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
-		execv(bwrap, (char *const *)argv);
-		fprintf(stderr, "egress-run: %s: %s\n", bwrap, strerror(errno));
+		execv(argv[0], (char *const *)argv);
+		fprintf(stderr, "egress-run: %s: %s\n", argv[0], strerror(errno));
 		_exit(RUN_EXIT_SETUP);
 	}
 	close(sp[1]);
