@@ -1,6 +1,6 @@
 /*
  * common.h: what every egress program shares: the SPEC's reason codes, allocation
- * wrappers that never return NULL, digests and key files. Trusts nothing it is given.
+ * wrappers that never return NULL, a growable argument vector, digests and key files. Trusts nothing it is given.
  */
 #ifndef EGRESS_COMMON_H
 #define EGRESS_COMMON_H
@@ -60,6 +60,20 @@ void *xreallocarray(void *p, size_t nmemb, size_t size);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 int xasprintf(char **ret, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * A growable argument vector for execv(): list is NULL-terminated after every add, and
+ * owns copies of its strings. Start from a zeroed struct; arglist_free() empties it.
+ */
+struct arglist {
+	char **list;
+	size_t num;
+	size_t nalloc;
+};
+void arglist_add(struct arglist *a, const char *s);
+void arglist_addf(struct arglist *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void arglist_addv(struct arglist *a, const char *const *v);   /* a NULL-terminated array */
+void arglist_free(struct arglist *a);
 
 /* Digests: "sha256:" + 64 lower-case hex digits, and the same for HMAC-SHA256. */
 #define EGRESS_SHA256_LEN 32

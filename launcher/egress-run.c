@@ -40,7 +40,7 @@
 #include "sandbox.h"
 
 #define RUN_EXIT_SETUP 125
-#define RUN_MAX_LIST 64              /* --allow, --rw, --ro, --resolver, --permit-range */
+#define RUN_MAX_LIST 4096            /* each of --allow, --rw, --ro, --resolver, --permit-range */
 #define RUN_READY_MS 10000           /* the private egressd must be serving within this */
 #define RUN_SANDBOX_SOCK "/run/egress.sock"
 #define RUN_SANDBOX_BIN "/run/egress-bin"
@@ -49,8 +49,8 @@
 #define RUN_SUMMARY_MAX 256          /* destinations listed in the summary */
 
 struct list {
-	const char *v[RUN_MAX_LIST];
-	size_t n;
+	const char **v;              /* grown as options come, at most RUN_MAX_LIST */
+	size_t n, cap;
 };
 
 static struct {
@@ -95,6 +95,10 @@ list_add(struct list *l, const char *v, const char *what)
 	if (l->n == RUN_MAX_LIST) {
 		fprintf(stderr, "egress-run: more than %d %s\n", RUN_MAX_LIST, what);
 		exit(RUN_EXIT_SETUP);
+	}
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 16;
+		l->v = xreallocarray(l->v, l->cap, sizeof(*l->v));
 	}
 	l->v[l->n++] = v;
 }
@@ -413,31 +417,28 @@ start_broker(void)
  * bwrap and the options both of its sandboxes share (the private egressd's and the
  * workload's): new user, pid, ipc, uts and cgroup namespaces (and the network's when
  * asked), no nested user namespaces, gone with egress-run, its own session, no capability.
- * Returns how many arguments it wrote.
  */
-static size_t
-bwrap_base(const char **argv, bool unshare_net)
+static void
+bwrap_base(struct arglist *a, bool unshare_net)
 {
 	static char bwrap[PATH_MAX];
-	size_t n = 0;
 
 	if (bwrap[0] == '\0' && !find_in_path("bwrap", bwrap, sizeof(bwrap)))
 		setup_failed("bubblewrap (bwrap) not found: install the Debian package "
 		    "bubblewrap; egress-run never runs a command without the sandbox");
-	argv[n++] = bwrap;
-	argv[n++] = "--unshare-user";
-	argv[n++] = "--unshare-pid";
-	argv[n++] = "--unshare-ipc";
-	argv[n++] = "--unshare-uts";
+	arglist_add(a, bwrap);
+	arglist_add(a, "--unshare-user");
+	arglist_add(a, "--unshare-pid");
+	arglist_add(a, "--unshare-ipc");
+	arglist_add(a, "--unshare-uts");
 	if (unshare_net)
-		argv[n++] = "--unshare-net";
-	argv[n++] = "--unshare-cgroup-try";
-	argv[n++] = "--disable-userns";
-	argv[n++] = "--die-with-parent";
-	argv[n++] = "--new-session";
-	argv[n++] = "--cap-drop";
-	argv[n++] = "ALL";
-	return n;
+		arglist_add(a, "--unshare-net");
+	arglist_add(a, "--unshare-cgroup-try");
+	arglist_add(a, "--disable-userns");
+	arglist_add(a, "--die-with-parent");
+	arglist_add(a, "--new-session");
+	arglist_add(a, "--cap-drop");
+	arglist_add(a, "ALL");
 }
 
 /*
@@ -452,14 +453,13 @@ bwrap_base(const char **argv, bool unshare_net)
  * forwards no signal); if egress-run dies, --die-with-parent takes the namespace down.
  */
 static void
-egressd_argv(const char **argv, const char *egressd, const char *conf, const char *rfile,
+egressd_argv(struct arglist *a, const char *egressd, const char *conf, const char *rfile,
     int *filter_fd, int info[2])
 {
 	static char bin[PATH_MAX], hosts[PATH_MAX], fdarg[16], infoarg[16];
-	size_t n;
 	struct stat st;
 
-	n = bwrap_base(argv, false);    /* the host's network: reaching it is egressd's job */
+	bwrap_base(a, false);    /* the host's network: reaching it is egressd's job */
 	if (realpath(egressd, bin) == NULL)
 		setup_failed("%s: %s", egressd, strerror(errno));
 	if ((*filter_fd = memfd_create("egressd-seccomp", MFD_CLOEXEC)) == -1)
@@ -471,49 +471,48 @@ egressd_argv(const char **argv, const char *egressd, const char *conf, const cha
 		setup_failed("pipe: %s", strerror(errno));
 	snprintf(fdarg, sizeof(fdarg), "%d", *filter_fd);
 	snprintf(infoarg, sizeof(infoarg), "%d", info[1]);
-	argv[n++] = "--ro-bind";
-	argv[n++] = "/";
-	argv[n++] = "/";
-	argv[n++] = "--dev";
-	argv[n++] = "/dev";
+	arglist_add(a, "--ro-bind");
+	arglist_add(a, "/");
+	arglist_add(a, "/");
+	arglist_add(a, "--dev");
+	arglist_add(a, "/dev");
 	/* ProtectHome: homes are empty (what egressd needs from one is bound below). */
 	if (stat("/home", &st) == 0 && S_ISDIR(st.st_mode)) {
-		argv[n++] = "--tmpfs";
-		argv[n++] = "/home";
+		arglist_add(a, "--tmpfs");
+		arglist_add(a, "/home");
 	}
 	if (stat("/root", &st) == 0 && S_ISDIR(st.st_mode)) {
-		argv[n++] = "--tmpfs";
-		argv[n++] = "/root";
+		arglist_add(a, "--tmpfs");
+		arglist_add(a, "/root");
 	}
 	/*
 	 * No tmpfs on /tmp: egressd, its hosts file, a build tree may live there; /tmp is
 	 * read-only like the rest. After the homes, since any of these may be in one.
 	 */
-	argv[n++] = "--ro-bind";
-	argv[n++] = bin;
-	argv[n++] = bin;
+	arglist_add(a, "--ro-bind");
+	arglist_add(a, bin);
+	arglist_add(a, bin);
 	if (opt.hosts != NULL) {
 		if (realpath(opt.hosts, hosts) == NULL)
 			setup_failed("--hosts %s: %s", opt.hosts, strerror(errno));
-		argv[n++] = "--ro-bind";
-		argv[n++] = hosts;
-		argv[n++] = hosts;
+		arglist_add(a, "--ro-bind");
+		arglist_add(a, hosts);
+		arglist_add(a, hosts);
 	}
-	argv[n++] = "--bind";
-	argv[n++] = rtdir;
-	argv[n++] = rtdir;
-	argv[n++] = "--bind";          /* the receipt file alone, not its folder */
-	argv[n++] = rfile;
-	argv[n++] = rfile;
-	argv[n++] = "--seccomp";
-	argv[n++] = fdarg;
-	argv[n++] = "--info-fd";
-	argv[n++] = infoarg;
-	argv[n++] = "--";
-	argv[n++] = bin;
-	argv[n++] = "-c";
-	argv[n++] = conf;
-	argv[n] = NULL;
+	arglist_add(a, "--bind");
+	arglist_add(a, rtdir);
+	arglist_add(a, rtdir);
+	arglist_add(a, "--bind");          /* the receipt file alone, not its folder */
+	arglist_add(a, rfile);
+	arglist_add(a, rfile);
+	arglist_add(a, "--seccomp");
+	arglist_add(a, fdarg);
+	arglist_add(a, "--info-fd");
+	arglist_add(a, infoarg);
+	arglist_add(a, "--");
+	arglist_add(a, bin);
+	arglist_add(a, "-c");
+	arglist_add(a, conf);
 }
 
 /* The "child-pid" bwrap writes on --info-fd (egressd's pid), or -1. */
@@ -553,7 +552,7 @@ start_private(void)
 	char egressd[PATH_MAX + 16], conf[PATH_MAX + 16], pol[PATH_MAX + 16];
 	char key[PATH_MAX + 16], err[512], *text, *t;
 	const char *base = getenv("XDG_RUNTIME_DIR");
-	const char *bwrap_argv[64];
+	struct arglist bwrap_argv = { 0 };
 	uint8_t r[4];
 	struct stat st;
 	int status, filter_fd, info[2];
@@ -620,7 +619,7 @@ start_private(void)
 	if (stat(receipts, &st) == 0)
 		receipts_start = st.st_size;
 
-	egressd_argv(bwrap_argv, egressd, conf, receipts, &filter_fd, info);
+	egressd_argv(&bwrap_argv, egressd, conf, receipts, &filter_fd, info);
 	parent = getpid();
 	if ((egressd_pid = fork()) == -1)
 		setup_failed("fork: %s", strerror(errno));
@@ -645,10 +644,11 @@ start_private(void)
 		if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) == -1 ||
 		    fcntl(filter_fd, F_SETFD, 0) == -1 || fcntl(info[1], F_SETFD, 0) == -1)
 			_exit(RUN_EXIT_SETUP);
-		execv(bwrap_argv[0], (char *const *)bwrap_argv);
-		fprintf(stderr, "egress-run: %s: %s\n", bwrap_argv[0], strerror(errno));
+		execv(bwrap_argv.list[0], bwrap_argv.list);
+		fprintf(stderr, "egress-run: %s: %s\n", bwrap_argv.list[0], strerror(errno));
 		_exit(RUN_EXIT_SETUP);
 	}
+	arglist_free(&bwrap_argv);
 	close(filter_fd);
 	close(info[1]);
 	egressd_child = info_child_pid(info[0]);
@@ -788,7 +788,7 @@ out:
 
 /* Mirrors /bin, /lib, … as the host has them: symlinks stay symlinks. */
 static void
-add_usr_links(const char **argv, size_t *n)
+add_usr_links(struct arglist *a)
 {
 	static const char *const dirs[] = { "/bin", "/sbin", "/lib", "/lib64", "/lib32",
 	    "/libx32" };
@@ -803,13 +803,13 @@ add_usr_links(const char **argv, size_t *n)
 		if (S_ISLNK(st.st_mode) &&
 		    (len = readlink(dirs[i], targets[i], sizeof(targets[i]) - 1)) > 0) {
 			targets[i][len] = '\0';
-			argv[(*n)++] = "--symlink";
-			argv[(*n)++] = targets[i];
-			argv[(*n)++] = dirs[i];
+			arglist_add(a, "--symlink");
+			arglist_add(a, targets[i]);
+			arglist_add(a, dirs[i]);
 		} else if (S_ISDIR(st.st_mode)) {
-			argv[(*n)++] = "--ro-bind";
-			argv[(*n)++] = dirs[i];
-			argv[(*n)++] = dirs[i];
+			arglist_add(a, "--ro-bind");
+			arglist_add(a, dirs[i]);
+			arglist_add(a, dirs[i]);
 		}
 	}
 }
@@ -856,8 +856,7 @@ signal_workload(pid_t init_pid, int sig)
 static int
 run_sandbox(void)
 {
-	const char *argv[64 + 6 * RUN_MAX_LIST];
-	size_t n = 0;
+	struct arglist args = { 0 }, *a = &args;
 	char launch[PATH_MAX + 16], cwd[PATH_MAX], path_env[PATH_MAX * 2];
 	char launch_in[PATH_MAX], statusfd[16];
 	const char *home = getenv("HOME"), *term = getenv("TERM"), *lang = getenv("LANG");
@@ -880,27 +879,27 @@ run_sandbox(void)
 	snprintf(path_env, sizeof(path_env), "%s:%s",
 	    getenv("PATH") ? getenv("PATH") : "/usr/local/bin:/usr/bin:/bin", RUN_SANDBOX_BIN);
 
-	n = bwrap_base(argv, true);
-	argv[n++] = "--clearenv";
-	argv[n++] = "--ro-bind";
-	argv[n++] = "/usr";
-	argv[n++] = "/usr";
-	argv[n++] = "--ro-bind";
-	argv[n++] = "/etc";
-	argv[n++] = "/etc";
-	add_usr_links(argv, &n);
-	argv[n++] = "--proc";
-	argv[n++] = "/proc";
-	argv[n++] = "--dev";
-	argv[n++] = "/dev";
-	argv[n++] = "--tmpfs";
-	argv[n++] = "/tmp";
-	argv[n++] = "--tmpfs";
-	argv[n++] = "/run";
+	bwrap_base(a, true);
+	arglist_add(a, "--clearenv");
+	arglist_add(a, "--ro-bind");
+	arglist_add(a, "/usr");
+	arglist_add(a, "/usr");
+	arglist_add(a, "--ro-bind");
+	arglist_add(a, "/etc");
+	arglist_add(a, "/etc");
+	add_usr_links(a);
+	arglist_add(a, "--proc");
+	arglist_add(a, "/proc");
+	arglist_add(a, "--dev");
+	arglist_add(a, "/dev");
+	arglist_add(a, "--tmpfs");
+	arglist_add(a, "/tmp");
+	arglist_add(a, "--tmpfs");
+	arglist_add(a, "/run");
 	if (strcmp(cwd, "/") != 0) {
-		argv[n++] = ro_cwd ? "--ro-bind" : "--bind";
-		argv[n++] = cwd;
-		argv[n++] = cwd;
+		arglist_add(a, ro_cwd ? "--ro-bind" : "--bind");
+		arglist_add(a, cwd);
+		arglist_add(a, cwd);
 	}
 	/* Paths are bound where they are on the host: absolute, symlinks resolved. */
 	for (size_t i = 0; i < opt.rw.n; i++) {
@@ -908,9 +907,10 @@ run_sandbox(void)
 
 		if (abs == NULL)
 			setup_failed("--rw %s: %s", opt.rw.v[i], strerror(errno));
-		argv[n++] = "--bind";
-		argv[n++] = abs;
-		argv[n++] = abs;
+		arglist_add(a, "--bind");
+		arglist_add(a, abs);
+		arglist_add(a, abs);
+		free(abs);
 	}
 	for (size_t i = 0; i < opt.ro.n; i++) {
 		char *abs;
@@ -919,36 +919,37 @@ run_sandbox(void)
 			continue;
 		if ((abs = realpath(opt.ro.v[i], NULL)) == NULL)
 			setup_failed("--ro %s: %s", opt.ro.v[i], strerror(errno));
-		argv[n++] = "--ro-bind";
-		argv[n++] = abs;
-		argv[n++] = abs;
+		arglist_add(a, "--ro-bind");
+		arglist_add(a, abs);
+		arglist_add(a, abs);
+		free(abs);
 	}
-	argv[n++] = "--ro-bind";
-	argv[n++] = bindir;
-	argv[n++] = RUN_SANDBOX_BIN;
+	arglist_add(a, "--ro-bind");
+	arglist_add(a, bindir);
+	arglist_add(a, RUN_SANDBOX_BIN);
 	/* The principal socket last, so that no other mount can cover or replace it. */
-	argv[n++] = "--bind";
-	argv[n++] = sock;
-	argv[n++] = RUN_SANDBOX_SOCK;
-	argv[n++] = "--chdir";
-	argv[n++] = strcmp(cwd, "/") != 0 ? cwd : "/";
-	argv[n++] = "--setenv";
-	argv[n++] = "PATH";
-	argv[n++] = path_env;
+	arglist_add(a, "--bind");
+	arglist_add(a, sock);
+	arglist_add(a, RUN_SANDBOX_SOCK);
+	arglist_add(a, "--chdir");
+	arglist_add(a, strcmp(cwd, "/") != 0 ? cwd : "/");
+	arglist_add(a, "--setenv");
+	arglist_add(a, "PATH");
+	arglist_add(a, path_env);
 	if (home) {
-		argv[n++] = "--setenv";
-		argv[n++] = "HOME";
-		argv[n++] = home;
+		arglist_add(a, "--setenv");
+		arglist_add(a, "HOME");
+		arglist_add(a, home);
 	}
 	if (term) {
-		argv[n++] = "--setenv";
-		argv[n++] = "TERM";
-		argv[n++] = term;
+		arglist_add(a, "--setenv");
+		arglist_add(a, "TERM");
+		arglist_add(a, term);
 	}
 	if (lang) {
-		argv[n++] = "--setenv";
-		argv[n++] = "LANG";
-		argv[n++] = lang;
+		arglist_add(a, "--setenv");
+		arglist_add(a, "LANG");
+		arglist_add(a, lang);
 	}
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == -1)
 		setup_failed("socketpair: %s", strerror(errno));
@@ -960,22 +961,20 @@ run_sandbox(void)
 		setup_failed("pipe: %s", strerror(errno));
 	lp[1] = high_fd(lp[1]);
 	snprintf(launchfd, sizeof(launchfd), "%d", lp[1]);
-	argv[n++] = "--json-status-fd";
-	argv[n++] = statusfd;
-	argv[n++] = "--";
-	argv[n++] = launch_in;
-	argv[n++] = "--egress";
-	argv[n++] = RUN_SANDBOX_SOCK;
-	argv[n++] = "--expect";
-	argv[n++] = devino;
-	argv[n++] = "--listen";
-	argv[n++] = RUN_LISTEN;
-	argv[n++] = "--status-fd";
-	argv[n++] = launchfd;
-	argv[n++] = "--";
-	for (char **c = opt.cmd; *c != NULL && n < sizeof(argv) / sizeof(argv[0]) - 1; c++)
-		argv[n++] = *c;
-	argv[n] = NULL;
+	arglist_add(a, "--json-status-fd");
+	arglist_add(a, statusfd);
+	arglist_add(a, "--");
+	arglist_add(a, launch_in);
+	arglist_add(a, "--egress");
+	arglist_add(a, RUN_SANDBOX_SOCK);
+	arglist_add(a, "--expect");
+	arglist_add(a, devino);
+	arglist_add(a, "--listen");
+	arglist_add(a, RUN_LISTEN);
+	arglist_add(a, "--status-fd");
+	arglist_add(a, launchfd);
+	arglist_add(a, "--");
+	arglist_addv(a, (const char *const *)opt.cmd);
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = forward_signal;
@@ -999,10 +998,11 @@ run_sandbox(void)
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
-		execv(argv[0], (char *const *)argv);
-		fprintf(stderr, "egress-run: %s: %s\n", argv[0], strerror(errno));
+		execv(a->list[0], a->list);
+		fprintf(stderr, "egress-run: %s: %s\n", a->list[0], strerror(errno));
 		_exit(RUN_EXIT_SETUP);
 	}
+	arglist_free(a);
 	close(sp[1]);
 	close(lp[1]);
 	if (fd4_chan != -1) {

@@ -446,4 +446,24 @@ expect_eq "--rw ../rw: a relative path outside the current directory is writable
 rm -f "/usr/egress-e2e-$$" "/etc/egress-e2e-$$"
 expect_clean "file system runs"
 
+# 500 --rw/--ro paths and a long command: every path is bound, every argument reaches the
+# workload (egress-run's argument vector grows; a fixed array once overflowed at ~125).
+mkdir "$WORK/many"
+manyargs=
+i=0
+while [ $i -lt 500 ]; do
+	mkdir "$WORK/many/d$i"
+	if [ $((i % 2)) = 0 ]; then manyargs="$manyargs --rw $WORK/many/d$i"
+	else manyargs="$manyargs --ro $WORK/many/d$i"; fi
+	i=$((i + 1))
+done
+# shellcheck disable=SC2086,SC2016
+erun $A --quiet $manyargs -- sh -c 'n=0; for d in "$0"/many/d*; do [ -d "$d" ] && n=$((n + 1)); done
+	touch "$0/many/d0/w" "$0/many/d498/w" 2>/dev/null && echo rw-ok
+	touch "$0/many/d1/w" 2>/dev/null && echo ro-written
+	echo "$n dirs $# args $1 ${300}"' "$WORK" $(seq 1 300)
+expect_eq "500 --rw/--ro paths: all bound, --rw writable, --ro not; 300 arguments intact" \
+    "0 rw-ok 500 dirs 300 args 1 300" "$rc $(words "$out")"
+expect_clean "500 paths"
+
 finish
