@@ -762,10 +762,22 @@ parse_line(struct parse *ps, const char *s, size_t len)
 
 /* --- canonical form ----------------------------------------------------------------- */
 
+/* A growable string; it starts allocated, so b->s + b->len is never arithmetic on NULL. */
 struct sbuf {
 	char *s;
 	size_t len, cap;
 };
+
+#define SBUF_INITIAL 1024
+
+static void
+sbuf_init(struct sbuf *b)
+{
+	b->s = xmalloc(SBUF_INITIAL);
+	b->s[0] = '\0';
+	b->len = 0;
+	b->cap = SBUF_INITIAL;
+}
 
 static void __attribute__((format(printf, 2, 3)))
 sbuf_printf(struct sbuf *b, const char *fmt, ...)
@@ -811,12 +823,13 @@ static void
 policy_make_canonical(struct policy *p)
 {
 	struct policy_settings *s = &p->set;
-	struct sbuf b = { NULL, 0, 0 };
+	struct sbuf b;
 	size_t nlines = 0, i;
 	char **lines, *out;
 	size_t *offs;
 	char cidr[EGRESS_ADDRSTRLEN + 4];
 
+	sbuf_init(&b);
 	offs = xcalloc(p->nrules * 2 + p->npermit + 16, sizeof(*offs));
 	for (i = 0; i < p->nrules; i++) {
 		struct rule *r = &p->rules[i];

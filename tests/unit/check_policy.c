@@ -775,6 +775,30 @@ START_TEST(test_canonical_defaults)
 }
 END_TEST
 
+/*
+ * The canonical form is built in a growable buffer: the first write goes to a fresh one
+ * (fuzz_policy once found it doing pointer arithmetic on NULL there, which the sanitizer
+ * build reports), and a policy far larger than its first allocation grows it.
+ */
+START_TEST(test_canonical_buffer_growth)
+{
+	char text[64 * 400], want[64 * 400], *c;
+	size_t tl = 0, wl = 0;
+
+	for (int i = 0; i < 300; i++) {
+		tl += (size_t)snprintf(text + tl, sizeof(text) - tl,
+		    "allow host-%03d.long-label-to-grow-the-buffer.example 443\n", 299 - i);
+		wl += (size_t)snprintf(want + wl, sizeof(want) - wl,
+		    "allow host-%03d.long-label-to-grow-the-buffer.example 443\n", i);
+	}
+	snprintf(want + wl, sizeof(want) - wl, "%s", DEFAULTS_CANONICAL);
+	c = canonical_of(text, 0);
+	ck_assert_uint_gt(strlen(c), 4096);
+	ck_assert_str_eq(c, want);
+	free(c);
+}
+END_TEST
+
 /* Port lists are merged and sorted. */
 struct port_case {
 	const char *in, *out;
@@ -1321,6 +1345,7 @@ policy_suite(void)
 	tc = tcase_create("canonical_spec_example");
 	tcase_add_test(tc, test_canonical_spec_example);
 	tcase_add_test(tc, test_canonical_defaults);
+	tcase_add_test(tc, test_canonical_buffer_growth);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("canonical_ports");
