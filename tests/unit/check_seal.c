@@ -488,7 +488,7 @@ static const char *const noncanonical_bodies[] = {
 	"CRLF",
 	"SWAP",
 	"DOUBLESPACE",
-	"allow x.com 443\nallow x.com 443\n" "%s",
+	"allow x.com 443\nallow x.com 443\n%s",
 };
 
 static char *
