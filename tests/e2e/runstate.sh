@@ -164,6 +164,7 @@ expect_clean "summary run"
 inject() {
 	_what=$1 _pat=$2
 	shift 2
+	# shellcheck disable=SC2086
 	ecmd "$@" -- $CURL "$OTHER_URL"
 	expect_eq "$_what: refused with 125, nothing ran" "125 " "$rc $out"
 	expect_match "$_what: names the option" "$_pat" "$(ascii "$err")"
@@ -173,6 +174,7 @@ NL='
 inject "--permit-range with a newline and an allow line" "^egress-run: --permit-range " \
     "$ERUN" --allow "ok.e2e.test:$UP" --resolver "127.0.0.1:$DNS_PORT" \
     --permit-range "127.0.0.0/8$NL$INJ" --receipts "$R"
+# shellcheck disable=SC2086
 inject "--allow with a newline and an allow line" "^egress-run: --allow " \
     "$ERUN" --allow "ok.e2e.test:$UP$NL$INJ" $DNSARGS --receipts "$R"
 # Configuration directives: a hosts file (or a resolver) egressd was never given answers
