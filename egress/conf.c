@@ -112,51 +112,29 @@ conf_uint(const struct conf_field *f, unsigned long max, unsigned long *out)
 	return 0;
 }
 
-/* "IP", "IP:PORT", "[IPv6]:PORT": appended to the c-ares server list. */
+/* "IP", "IP:PORT", "[IPv6]:PORT" (addr_port_parse): appended to the c-ares server list. */
 static int
 conf_resolver(struct conf_parse *cp, const struct conf_field *f)
 {
 	struct addr a;
-	const char *host = f->s, *colon;
-	size_t hlen = f->len;
-	unsigned long port = 53;
+	unsigned port;
+	const char *why;
 	char text[EGRESS_ADDRSTRLEN], *entry;
 
-	if (f->len > 0 && f->s[0] == '[') {
-		const char *close = memchr(f->s, ']', f->len);
-
-		if (close == NULL)
-			goto bad;
-		host = f->s + 1;
-		hlen = (size_t)(close - host);
-		colon = close + 1 < f->s + f->len ? close + 1 : NULL;
-		if (colon != NULL && *colon != ':')
-			goto bad;
-	} else {
-		colon = memchr(f->s, ':', f->len);
-		if (colon != NULL && memchr(colon + 1, ':', f->len - (size_t)(colon + 1 - f->s)))
-			colon = NULL;       /* a bare IPv6 address: no port */
-		if (colon != NULL)
-			hlen = (size_t)(colon - f->s);
-	}
-	if (addr_parse(host, hlen, &a) == -1)
+	if (addr_port_parse(f->s, f->len, &a, &port, &why) == -1)
 		goto bad;
-	if (colon != NULL) {
-		struct conf_field pf = { colon + 1, f->len - (size_t)(colon + 1 - f->s), 0 };
-
-		if (conf_uint(&pf, 65535, &port) == -1 || port == 0)
-			goto bad;
-	}
+	if (port == 0)
+		port = 53;
 	if (++cp->nresolvers > CONF_MAX_RESOLVERS) {
 		conf_error(cp, f->col, "more than %d resolvers", CONF_MAX_RESOLVERS);
 		return -1;
 	}
 	addr_format(&a, text);
 	if (a.family == AF_INET6)
-		xasprintf(&entry, "%s%s[%s]:%lu", cp->c->resolvers ? cp->c->resolvers : "",
+		xasprintf(&entry, "%s%s[%s]:%u", cp->c->resolvers ? cp->c->resolvers : "",
 		    cp->c->resolvers ? "," : "", text, port);
 	else
-		xasprintf(&entry, "%s%s%s:%lu", cp->c->resolvers ? cp->c->resolvers : "",
+		xasprintf(&entry, "%s%s%s:%u", cp->c->resolvers ? cp->c->resolvers : "",
 		    cp->c->resolvers ? "," : "", text, port);
 	free(cp->c->resolvers);
 	cp->c->resolvers = entry;

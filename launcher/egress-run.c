@@ -2,10 +2,16 @@
  * egress-run: the one-command front door. It runs CMD in a bubblewrap sandbox whose only
  * way out is a principal of egressd: a private egressd for this run (--allow, --policy
  * FILE), or a lease from the system egressd (--policy NAME). At the end it prints what
- * the run reached and what it was refused, from the receipts.
+ * the run reached and what it was refused, as egressd added it up for the run's principal
+ * (the summary verb on the connection that holds it), never from a file the run could
+ * have touched.
  *
- * Trusted host code. It never runs the workload without the sandbox: a missing bwrap, a
- * missing egressd, any set-up failure is exit 125 with a message.
+ * Trusted host code. It trusts its caller's options only once they are parsed (each value
+ * written into a policy or a configuration is checked byte by byte first), the workload
+ * not at all: nothing of egress-run's own state (the runtime folder with the private
+ * egressd's key and sockets, the receipts) lies under a path bound into the sandbox, which
+ * is checked by device and inode. It never runs the workload without the sandbox: a
+ * missing bwrap, a missing egressd, any set-up failure is exit 125 with a message.
  */
 #include "config.h"
 
@@ -70,11 +76,16 @@ static char principal[80];
 static char sock[PATH_MAX];
 static char devino[64];
 static char receipts[PATH_MAX];
-static off_t receipts_start;
 static pid_t egressd_pid = -1, bwrap_pid = -1, broker_pid = -1;
 static pid_t egressd_child = -1;      /* egressd itself, under egressd_pid (its bwrap) */
 static int fd4_chan = -1;             /* the sandbox's end of the broker's channel */
-static int lease_fd = -1;
+/*
+ * The connection to egressd that holds the run's principal: the lease connection to the
+ * system egressd, or the private egressd's control socket (the principal is added as a
+ * lease of it). The summary is asked for on it.
+ */
+static int egress_conn = -1;
+static bool run_lease;                /* the principal is a lease of the system egressd */
 static volatile sig_atomic_t pending_signal;
 
 static void __attribute__((noreturn))
@@ -116,13 +127,27 @@ rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
  * Stops the private egressd (it writes the close receipts of what was still open, then
  * exits) and ends the lease; the summary is read after this.
  */
-static json_t *lease_request_summary(void);
+static json_t *request_summary(void);
 static bool signal_children(pid_t init_pid, int sig);
-static json_t *lease_summary;         /* the system egressd's summary of the lease */
+static json_t *run_summary;           /* egressd's summary of the run's principal */
 
 static void
 stop_egress(void)
 {
+	if (egress_conn != -1) {
+		/*
+		 * The sandbox is gone, so egressd is about to see its tunnels end: give it a
+		 * moment to write their closes (and count them) before the summary is taken
+		 * and the principal ends (which would close what is left as shutdown).
+		 */
+		for (int tries = 0; tries < 40; tries++) {
+			json_decref(run_summary);
+			if ((run_summary = request_summary()) == NULL ||
+			    json_integer_value(json_object_get(run_summary, "open")) == 0)
+				break;
+			usleep(50000);
+		}
+	}
 	if (egressd_pid > 0) {
 		int status;
 
@@ -142,21 +167,9 @@ stop_egress(void)
 		egressd_pid = -1;
 		egressd_child = -1;
 	}
-	if (lease_fd != -1) {
-		/*
-		 * The sandbox is gone, so egressd is about to see its tunnels end: give it a
-		 * moment to write their closes before the lease ends (which would close what
-		 * is left as shutdown).
-		 */
-		for (int tries = 0; tries < 40; tries++) {
-			json_decref(lease_summary);
-			if ((lease_summary = lease_request_summary()) == NULL ||
-			    json_integer_value(json_object_get(lease_summary, "open")) == 0)
-				break;
-			usleep(50000);
-		}
-		close(lease_fd);
-		lease_fd = -1;
+	if (egress_conn != -1) {
+		close(egress_conn);
+		egress_conn = -1;
 	}
 	if (broker_pid > 0) {
 		int status;
@@ -265,28 +278,155 @@ read_all(const char *path, size_t *len)
 	return buf;
 }
 
-/* "HOST:PORT", IPv6 as "[ADDR]:PORT": checked as egressd would, then an allow line. */
-static void
-allow_line(const char *spec, char **text)
-{
-	const char *colon = strrchr(spec, ':');
-	struct host h;
-	const char *why;
-	char *end, *line;
-	unsigned long port;
-	size_t hlen;
+/*
+ * --- option values ------------------------------------------------------------------
+ * Every value egress-run writes into the run's policy or egressd's configuration is
+ * parsed first by the parser egressd itself uses (host_parse, cidr_parse,
+ * addr_port_parse, policy_load) and written back in its canonical form, so that no byte
+ * of an option reaches a file unchecked: a newline in a value would otherwise add a line
+ * of its own (another allow, another directive).
+ */
 
-	if (colon == NULL)
-		setup_failed("--allow %s: expected HOST:PORT", spec);
-	hlen = (size_t)(colon - spec);
-	port = strtoul(colon + 1, &end, 10);
-	if (colon[1] == '\0' || *end != '\0' || port < 1 || port > 65535)
-		setup_failed("--allow %s: the port must be 1-65535", spec);
-	if (host_parse(spec, hlen, &h, &why) == -1)
-		setup_failed("--allow %s: %s", spec, why);
-	xasprintf(&line, "%sallow %s %lu\n", *text, h.name, port);
-	free(*text);
-	*text = line;
+/* A value as a message may show it: printable ASCII kept, any other byte as \xHH. */
+static const char *
+shown(const char *v)
+{
+	static char buf[2][512];
+	static int which;
+	char *out = buf[which ^= 1];
+	size_t o = 0;
+
+	for (const unsigned char *p = (const unsigned char *)v; *p && o + 5 < sizeof(buf[0]);
+	    p++) {
+		if (*p >= 0x20 && *p < 0x7f && *p != '\\')
+			out[o++] = (char)*p;
+		else
+			o += (size_t)snprintf(out + o, sizeof(buf[0]) - o, "\\x%02x", *p);
+	}
+	out[o] = '\0';
+	return out;
+}
+
+/* A usage error in one option's value: exit 125 before anything started. */
+static void __attribute__((noreturn))
+bad_value(const char *option, const char *value, const char *why)
+{
+	fprintf(stderr, "egress-run: %s %s: %s\n", option, shown(value), why);
+	exit(RUN_EXIT_SETUP);
+}
+
+/*
+ * A path egressd's configuration can carry as one field: absolute, printable ASCII
+ * without blanks or '#' (egressd.conf(5) splits fields at blanks, ends a line at '#' and
+ * refuses control bytes).
+ */
+static bool
+conf_safe_path(const char *s)
+{
+	if (s[0] != '/')
+		return false;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p <= 0x20 || *p >= 0x7f || *p == '#')
+			return false;
+	return true;
+}
+
+/*
+ * --allow HOST:PORTS ("[ADDR]:PORTS" for IPv6; PORTS as in a policy: 443, 80,443,
+ * 8000-8100) as one policy line, or NULL with *why. The host must be canonical enough for
+ * host_parse, the ports only digits, ',' and '-' and then whatever policy_load accepts.
+ */
+static char *
+allow_line(const char *spec, const char **why)
+{
+	static char err[512];
+	const char *colon = strrchr(spec, ':');
+	struct policy_diag d;
+	struct policy *p;
+	struct host h;
+	char *line;
+
+	if (colon == NULL) {
+		*why = "expected HOST:PORT";
+		return NULL;
+	}
+	if (colon[1] == '\0' || strspn(colon + 1, "0123456789,-") != strlen(colon + 1)) {
+		*why = "the port must be 1-65535 (or a list 80,443, or a range LO-HI)";
+		return NULL;
+	}
+	if (host_parse(spec, (size_t)(colon - spec), &h, why) == -1)
+		return NULL;
+	xasprintf(&line, "allow %s %s\n", h.name, colon + 1);
+	p = policy_load("--allow", (const uint8_t *)line, strlen(line), NULL, &d);
+	if (p == NULL) {
+		snprintf(err, sizeof(err), "%s", d.nerrors ? d.errors[0] : "invalid");
+		policy_diag_free(&d);
+		free(line);
+		*why = err;
+		return NULL;
+	}
+	policy_diag_free(&d);
+	policy_free(p);
+	return line;
+}
+
+/* --permit-range CIDR in canonical form, or -1 with *why. */
+static int
+permit_text(const char *v, char out[EGRESS_ADDRSTRLEN + 4], const char **why)
+{
+	struct cidr c;
+
+	if (cidr_parse(v, strlen(v), &c, why) == -1)
+		return -1;
+	cidr_format(&c, out);
+	return 0;
+}
+
+/* --resolver IP[:PORT] ("[IPv6]:PORT") as egressd.conf(5) takes it, or -1 with *why. */
+static int
+resolver_text(const char *v, char out[EGRESS_ADDRSTRLEN + 8], const char **why)
+{
+	char text[EGRESS_ADDRSTRLEN];
+	struct addr a;
+	unsigned port;
+
+	if (addr_port_parse(v, strlen(v), &a, &port, why) == -1)
+		return -1;
+	addr_format(&a, text);
+	snprintf(out, EGRESS_ADDRSTRLEN + 8, a.family == AF_INET6 ? "[%s]:%u" : "%s:%u", text,
+	    port ? port : 53);
+	return 0;
+}
+
+/* Every option value, checked before anything starts (a usage error is exit 125). */
+static void
+check_options(void)
+{
+	char buf[EGRESS_ADDRSTRLEN + 8];
+	const char *why;
+
+	for (size_t i = 0; i < opt.allow.n; i++) {
+		char *line = allow_line(opt.allow.v[i], &why);
+
+		if (line == NULL)
+			bad_value("--allow", opt.allow.v[i], why);
+		free(line);
+	}
+	for (size_t i = 0; i < opt.permits.n; i++)
+		if (permit_text(opt.permits.v[i], buf, &why) == -1)
+			bad_value("--permit-range", opt.permits.v[i], why);
+	for (size_t i = 0; i < opt.resolvers.n; i++)
+		if (resolver_text(opt.resolvers.v[i], buf, &why) == -1)
+			bad_value("--resolver", opt.resolvers.v[i], why);
+	/* Paths egressd's configuration names (once made absolute, and with symlinks
+	 * resolved, they are checked again where they are written). */
+	for (const char *q = opt.hosts; q != NULL && *q; q++)
+		if ((unsigned char)*q <= 0x20 || (unsigned char)*q >= 0x7f || *q == '#')
+			bad_value("--hosts", opt.hosts, "a path of printable ASCII without blanks "
+			    "or '#' (egressd's configuration carries it)");
+	if (opt.receipts != NULL && !conf_safe_path(opt.receipts))
+		bad_value("--receipts", opt.receipts, "a path of printable ASCII without blanks "
+		    "or '#' (egressd's configuration carries it)");
 }
 
 /* The run's policy, sealed into the runtime folder (later edits of FILE do not matter). */
@@ -295,7 +435,9 @@ make_policy(const char *out)
 {
 	struct policy_diag d;
 	struct policy *p;
-	char *text = xstrdup(""), *sealed, *t;
+	char *text = xstrdup(""), *sealed, *t, *line;
+	char cidr[EGRESS_ADDRSTRLEN + 4];
+	const char *why;
 	size_t len;
 
 	if (opt.policy != NULL) {
@@ -313,10 +455,18 @@ make_policy(const char *out)
 		text = policy_canonical(p, &len);
 		policy_free(p);
 	}
-	for (size_t i = 0; i < opt.allow.n; i++)
-		allow_line(opt.allow.v[i], &text);
+	for (size_t i = 0; i < opt.allow.n; i++) {
+		if ((line = allow_line(opt.allow.v[i], &why)) == NULL)
+			setup_failed("--allow %s: %s", shown(opt.allow.v[i]), why);
+		xasprintf(&t, "%s%s", text, line);
+		free(line);
+		free(text);
+		text = t;
+	}
 	for (size_t i = 0; i < opt.permits.n; i++) {
-		xasprintf(&t, "%spermit-range %s\n", text, opt.permits.v[i]);
+		if (permit_text(opt.permits.v[i], cidr, &why) == -1)
+			setup_failed("--permit-range %s: %s", shown(opt.permits.v[i]), why);
+		xasprintf(&t, "%spermit-range %s\n", text, cidr);
 		free(text);
 		text = t;
 	}
@@ -349,14 +499,173 @@ mkdir_p(const char *path, mode_t mode)
 		setup_failed("mkdir %s: %s", buf, strerror(errno));
 }
 
+/*
+ * --- egress-run's own state, out of the sandbox's reach ------------------------------
+ * The sandbox sees the host's files only through the paths it binds: the current
+ * directory (unless it is /), each --rw and --ro, egress-run's own folder, /usr, /etc and
+ * the /bin, /lib... folders. A state path (the runtime folder with the private egressd's
+ * key and sockets, the receipts file) would be reachable when it or one of its ancestors
+ * is one of them. They are compared by device and inode after symlinks are resolved, so
+ * that neither a symlink, a relative path, another spelling nor a bind mount of the same
+ * folder hides an overlap. A path the sandbox binds must be added in run_binds().
+ */
+struct run_bind {
+	const char *what;            /* for the message: "the current directory", "--rw" */
+	char *path;                  /* resolved */
+	dev_t dev;
+	ino_t ino;
+};
+static struct run_bind *binds;  /* at most 2 * RUN_MAX_LIST + 10 */
+static size_t nbinds;
+
+static void
+bind_add(const char *what, const char *path)
+{
+	char *real = realpath(path, NULL);
+	struct stat st;
+
+	/* A path that is not there binds nothing: run_sandbox refuses it. */
+	if (real == NULL || stat(real, &st) == -1) {
+		free(real);
+		return;
+	}
+	binds = xreallocarray(binds, nbinds + 1, sizeof(*binds));
+	binds[nbinds].what = what;
+	binds[nbinds].path = real;
+	binds[nbinds].dev = st.st_dev;
+	binds[nbinds].ino = st.st_ino;
+	nbinds++;
+}
+
+/* Every host path the workload's sandbox will bind (run_sandbox, add_usr_links). */
+static void
+run_binds(void)
+{
+	static const char *const sys[] = { "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64",
+	    "/lib32", "/libx32" };
+	char cwd[PATH_MAX];
+
+	if (getcwd(cwd, sizeof(cwd)) == NULL)
+		setup_failed("getcwd: %s", strerror(errno));
+	if (strcmp(cwd, "/") != 0)
+		bind_add("the current directory", cwd);
+	for (size_t i = 0; i < opt.rw.n; i++)
+		bind_add("--rw", opt.rw.v[i]);
+	for (size_t i = 0; i < opt.ro.n; i++)
+		if (strcmp(opt.ro.v[i], ".") != 0)
+			bind_add("--ro", opt.ro.v[i]);
+	bind_add("egress-run's own folder", bindir);
+	for (size_t i = 0; i < sizeof(sys) / sizeof(sys[0]); i++)
+		bind_add("the system folder", sys[i]);
+}
+
+/*
+ * The bound path that contains path (path itself or one of its ancestors is it, by
+ * device and inode), NULL when none does. path must exist.
+ */
+static const struct run_bind *
+bind_covering(const char *path)
+{
+	char *p = realpath(path, NULL);
+	const struct run_bind *hit = NULL;
+
+	if (p == NULL)
+		setup_failed("%s: %s", path, strerror(errno));
+	for (;;) {
+		struct stat st;
+		char *slash;
+
+		if (stat(p, &st) == 0)
+			for (size_t i = 0; i < nbinds && hit == NULL; i++)
+				if (binds[i].dev == st.st_dev && binds[i].ino == st.st_ino)
+					hit = &binds[i];
+		if (hit != NULL || strcmp(p, "/") == 0)
+			break;
+		slash = strrchr(p, '/');
+		slash[slash == p ? 1 : 0] = '\0';
+	}
+	free(p);
+	return hit;
+}
+
+/*
+ * Refuses (125) when the sandbox would see the state named by what at path, judged by
+ * where (path itself, or the folder that will hold it).
+ */
+static void
+state_refuse_bound(const char *what, const char *path, const char *where, const char *hint)
+{
+	const struct run_bind *b = bind_covering(where);
+
+	if (b != NULL)
+		setup_failed("the %s %s lies inside %s %s, which the sandbox binds: the "
+		    "workload could read, change or delete it; %s", what, path, b->what, b->path,
+		    hint);
+}
+
+/*
+ * The runtime folder: in the first of $XDG_RUNTIME_DIR, /run/user/UID, /run (root
+ * only), $TMPDIR, /tmp, /var/tmp and /dev/shm that is a writable folder egressd's
+ * configuration can name, short enough for the sockets in it, and outside every bound
+ * path. The sandbox has its own /tmp, /run and /dev, so /tmp is skipped only when the
+ * current directory or a --rw/--ro is /tmp or above it.
+ */
+static void
+make_rtdir(void)
+{
+	const char *cand[7];
+	char user_run[64];
+	size_t n = 0;
+
+	snprintf(user_run, sizeof(user_run), "/run/user/%u", (unsigned)getuid());
+	cand[n++] = getenv("XDG_RUNTIME_DIR");
+	cand[n++] = user_run;
+	cand[n++] = getuid() == 0 ? "/run" : NULL;
+	cand[n++] = getenv("TMPDIR");
+	cand[n++] = "/tmp";
+	cand[n++] = "/var/tmp";
+	cand[n++] = "/dev/shm";
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+
+		/* rtdir/egress-run.XXXXXX/run/run-PID-XXXXXXXX.sock within sun_path (108) */
+		if (cand[i] == NULL || !conf_safe_path(cand[i]) || strlen(cand[i]) > 56 ||
+		    stat(cand[i], &st) == -1 || !S_ISDIR(st.st_mode) ||
+		    access(cand[i], W_OK | X_OK) != 0 || bind_covering(cand[i]) != NULL)
+			continue;
+		snprintf(rtdir, sizeof(rtdir), "%s/egress-run.XXXXXX", cand[i]);
+		if (mkdtemp(rtdir) != NULL) {
+			chmod(rtdir, 0700);
+			return;
+		}
+	}
+	rtdir[0] = '\0';
+	setup_failed("no folder for the private egressd's runtime folder outside what the "
+	    "sandbox binds ($XDG_RUNTIME_DIR, /run/user/%u, /tmp, /var/tmp, /dev/shm): set "
+	    "XDG_RUNTIME_DIR to a folder outside the current directory and every --rw/--ro",
+	    (unsigned)getuid());
+}
+
+static const char receipts_hint[] = "pass --receipts FILE outside it (or run from a "
+    "folder that does not contain it)";
+
+/*
+ * --receipts, else $XDG_STATE_HOME/egress/receipts.jsonl, else
+ * ~/.local/state/egress/receipts.jsonl. Its folder is checked against the bound paths
+ * before the file is created, so that a refusal leaves nothing behind.
+ */
 static void
 default_receipts(void)
 {
 	const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], *slash;
 
 	if (opt.receipts != NULL) {
 		snprintf(receipts, sizeof(receipts), "%s", opt.receipts);
+		snprintf(dir, sizeof(dir), "%s", opt.receipts);
+		if ((slash = strrchr(dir, '/')) != NULL)
+			slash[slash == dir ? 1 : 0] = '\0';
+		state_refuse_bound("receipts file", receipts, dir, receipts_hint);
 		return;
 	}
 	if (state != NULL && state[0] == '/')
@@ -365,10 +674,24 @@ default_receipts(void)
 		snprintf(dir, sizeof(dir), "%s/.local/state/egress", home);
 	else
 		setup_failed("no XDG_STATE_HOME or HOME for the receipts: use --receipts FILE");
-	mkdir_p(dir, 0700);
 	if ((size_t)snprintf(receipts, sizeof(receipts), "%s/receipts.jsonl", dir) >=
 	    sizeof(receipts))
 		setup_failed("receipts path too long");
+	if (!conf_safe_path(receipts))
+		setup_failed("the default receipts file %s is not a path egressd's configuration "
+		    "can carry (printable ASCII without blanks or '#'): use --receipts FILE",
+		    shown(receipts));
+	/* Before mkdir: the first existing ancestor tells whether the sandbox sees it. */
+	{
+		char anc[PATH_MAX];
+		struct stat st;
+
+		snprintf(anc, sizeof(anc), "%s", dir);
+		while (stat(anc, &st) == -1 && (slash = strrchr(anc, '/')) != NULL)
+			slash[slash == anc ? 1 : 0] = '\0';
+		state_refuse_bound("default receipts file", receipts, anc, receipts_hint);
+	}
+	mkdir_p(dir, 0700);
 }
 
 /* A descriptor moved to 10 or above, so that placing fd 4 never overwrites it. */
@@ -545,36 +868,118 @@ info_child_pid(int fd)
 	return pid;
 }
 
-/* A private egressd for this run, in a 0700 runtime folder, stopped at the end. */
+/* A stream connection to the AF_UNIX socket at path, or -1 with errno. */
+static int
+conn_unix(const char *path)
+{
+	struct sockaddr_un sun;
+	int fd;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(sun.sun_path, path, strlen(path));
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * One request on egress_conn and its one-line reply (egressd's control protocol,
+ * control.c), or NULL when egressd does not answer within wait_ms of silence. Replies
+ * are bounded (a summary is at most ~90 KB; 1 MiB is refused).
+ */
+static json_t *
+conn_request(json_t *req, int wait_ms)
+{
+	size_t cap = 64 * 1024, len = 0, max = 1024 * 1024;
+	char *s = json_dumps(req, JSON_COMPACT), *buf = xmalloc(cap), *nl;
+	json_t *o = NULL;
+
+	json_decref(req);
+	if (s == NULL)
+		goto out;
+	if (write(egress_conn, s, strlen(s)) != (ssize_t)strlen(s) ||
+	    write(egress_conn, "\n", 1) != 1)
+		goto out;
+	while ((nl = memchr(buf, '\n', len)) == NULL) {
+		struct pollfd pfd = { .fd = egress_conn, .events = POLLIN };
+		ssize_t n;
+
+		if (len == cap) {
+			if (cap == max)
+				goto out;
+			cap *= 2;
+			buf = xreallocarray(buf, cap, 1);
+		}
+		if (poll(&pfd, 1, wait_ms) != 1)
+			goto out;
+		if ((n = read(egress_conn, buf + len, cap - len)) == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			goto out;
+		len += (size_t)n;
+	}
+	o = json_loadb(buf, (size_t)(nl - buf), 0, NULL);
+	if (o != NULL && !json_is_object(o)) {
+		json_decref(o);
+		o = NULL;
+	}
+out:
+	free(s);
+	free(buf);
+	return o;
+}
+
+/* The private egressd ended before it served: its log, then 125. */
+static void __attribute__((noreturn))
+private_died(void)
+{
+	char logpath[PATH_MAX + 16], line[512];
+	FILE *fp;
+
+	egressd_pid = -1;
+	snprintf(logpath, sizeof(logpath), "%s/egressd.log", rtdir);
+	if ((fp = fopen(logpath, "re")) != NULL) {
+		while (fgets(line, sizeof(line), fp))
+			fprintf(stderr, "egressd: %s", shown(line));
+		fclose(fp);
+	}
+	setup_failed("the private egressd did not start");
+}
+
+/*
+ * A private egressd for this run, in a 0700 runtime folder, stopped at the end. Its
+ * principal is added over its control socket as a lease of that connection, so that
+ * egressd keeps this run's summary (control.c: summary) and the principal ends with
+ * egress-run.
+ */
 static void
 start_private(void)
 {
 	char egressd[PATH_MAX + 16], conf[PATH_MAX + 16], pol[PATH_MAX + 16];
-	char key[PATH_MAX + 16], err[512], *text, *t;
-	const char *base = getenv("XDG_RUNTIME_DIR");
+	char key[PATH_MAX + 16], ctl[PATH_MAX + 32], err[512], res[EGRESS_ADDRSTRLEN + 8];
+	char hosts_abs[PATH_MAX], *text, *t;
+	const char *why;
 	struct arglist bwrap_argv = { 0 };
 	uint8_t r[4];
 	struct stat st;
 	int status, filter_fd, info[2];
 	pid_t parent;
+	json_t *o;
 
 	need_program("egressd", egressd, sizeof(egressd));
-	snprintf(rtdir, sizeof(rtdir), "%s/egress-run.XXXXXX",
-	    base && base[0] == '/' && access(base, W_OK) == 0 ? base : "/tmp");
-	if (mkdtemp(rtdir) == NULL) {
-		rtdir[0] = '\0';
-		setup_failed("cannot create a runtime folder: %s", strerror(errno));
-	}
-	chmod(rtdir, 0700);
-	if (RAND_bytes(r, sizeof(r)) != 1)
-		setup_failed("no random bytes");
-	snprintf(principal, sizeof(principal), "run-%d-", (int)getpid());
-	egress_hex(r, sizeof(r), principal + strlen(principal));
-	snprintf(pol, sizeof(pol), "%s/policy.sealed", rtdir);
-	make_policy(pol);
-	snprintf(key, sizeof(key), "%s/receipt.key", rtdir);
-	if (egress_key_generate(key, err, sizeof(err)) == -1)
-		setup_failed("%s", err);
+	make_rtdir();
 	default_receipts();
 	{
 		/*
@@ -590,34 +995,61 @@ start_private(void)
 			setup_failed("receipts %s: %s", receipts, rfd == -1 ? strerror(errno) :
 			    "not a regular file");
 		close(rfd);
+		/* Another name of the file may lie anywhere, a bound folder included. */
+		if (rst.st_nlink > 1)
+			setup_failed("the receipts file %s has %lu names (hard links), which "
+			    "egress-run cannot check against the sandbox's paths: use another "
+			    "--receipts FILE", receipts, (unsigned long)rst.st_nlink);
 		if (realpath(receipts, real) == NULL)
 			setup_failed("receipts %s: %s", receipts, strerror(errno));
 		snprintf(receipts, sizeof(receipts), "%s", real);
 	}
+	/* Once both exist, each by itself (a --ro of the file alone, a symlinked folder). */
+	state_refuse_bound("runtime folder", rtdir, rtdir, "set XDG_RUNTIME_DIR elsewhere");
+	state_refuse_bound("receipts file", receipts, receipts, receipts_hint);
+	if (!conf_safe_path(receipts))
+		setup_failed("the receipts file %s is not a path egressd's configuration can carry "
+		    "(printable ASCII without blanks or '#')", shown(receipts));
+	if (RAND_bytes(r, sizeof(r)) != 1)
+		setup_failed("no random bytes");
+	snprintf(principal, sizeof(principal), "run-%d-", (int)getpid());
+	egress_hex(r, sizeof(r), principal + strlen(principal));
+	snprintf(pol, sizeof(pol), "%s/policy.sealed", rtdir);
+	make_policy(pol);
+	snprintf(key, sizeof(key), "%s/receipt.key", rtdir);
+	if (egress_key_generate(key, err, sizeof(err)) == -1)
+		setup_failed("%s", err);
 	if ((size_t)snprintf(sock, sizeof(sock), "%s/run/%s.sock", rtdir, principal) >=
 	    sizeof(sock))
 		setup_failed("runtime folder path too long");
-	xasprintf(&text, "runtime-dir %s/run\nreceipts %s\nreceipt-key %s\n"
-	    "shutdown-grace 1\nprincipal %s policy %s\n", rtdir, receipts, key, principal, pol);
+	snprintf(ctl, sizeof(ctl), "%s/run/control.sock", rtdir);
+	/*
+	 * Every value below is a checked path (make_rtdir, default_receipts, the realpath
+	 * of --hosts) or a value written back from its parse: one line each.
+	 */
+	xasprintf(&text, "runtime-dir %s/run\ncontrol %s\nreceipts %s\nreceipt-key %s\n"
+	    "shutdown-grace 1\n", rtdir, ctl, receipts, key);
 	for (size_t i = 0; i < opt.resolvers.n; i++) {
-		xasprintf(&t, "%sresolver %s\n", text, opt.resolvers.v[i]);
+		if (resolver_text(opt.resolvers.v[i], res, &why) == -1)
+			setup_failed("--resolver %s: %s", shown(opt.resolvers.v[i]), why);
+		xasprintf(&t, "%sresolver %s\n", text, res);
 		free(text);
 		text = t;
 	}
 	if (opt.hosts != NULL) {
-		char abs[PATH_MAX];
-
-		if (realpath(opt.hosts, abs) == NULL)
-			setup_failed("--hosts %s: %s", opt.hosts, strerror(errno));
-		xasprintf(&t, "%shosts %s\n", text, abs);
+		if (realpath(opt.hosts, hosts_abs) == NULL)
+			setup_failed("--hosts %s: %s", shown(opt.hosts), strerror(errno));
+		if (!conf_safe_path(hosts_abs))
+			setup_failed("--hosts %s: its real path %s is not one egressd's "
+			    "configuration can carry (printable ASCII without blanks or '#')",
+			    shown(opt.hosts), shown(hosts_abs));
+		xasprintf(&t, "%shosts %s\n", text, hosts_abs);
 		free(text);
 		text = t;
 	}
 	snprintf(conf, sizeof(conf), "%s/egressd.conf", rtdir);
 	write_file(conf, text, strlen(text), 0600);
 	free(text);
-	if (stat(receipts, &st) == 0)
-		receipts_start = st.st_size;
 
 	egressd_argv(&bwrap_argv, egressd, conf, receipts, &filter_fd, info);
 	parent = getpid();
@@ -653,77 +1085,58 @@ start_private(void)
 	close(info[1]);
 	egressd_child = info_child_pid(info[0]);
 	close(info[0]);
-	/* Serving once the principal socket exists (egressd creates it after the receipts). */
-	for (int waited = 0; waited < RUN_READY_MS; waited += 20) {
-		if (waitpid(egressd_pid, &status, WNOHANG) == egressd_pid) {
-			char logpath[PATH_MAX + 16], line[512];
-			FILE *fp;
-
-			egressd_pid = -1;
-			snprintf(logpath, sizeof(logpath), "%s/egressd.log", rtdir);
-			if ((fp = fopen(logpath, "re")) != NULL) {
-				while (fgets(line, sizeof(line), fp))
-					fprintf(stderr, "egressd: %s", line);
-				fclose(fp);
-			}
-			setup_failed("the private egressd did not start");
-		}
-		if (stat(sock, &st) == 0 && S_ISSOCK(st.st_mode)) {
-			snprintf(devino, sizeof(devino), "%llu:%llu", (unsigned long long)st.st_dev,
-			    (unsigned long long)st.st_ino);
-			return;
-		}
+	/* Serving once its control socket answers (egressd creates it after the receipts). */
+	for (int waited = 0; egress_conn == -1; waited += 20) {
+		if (waitpid(egressd_pid, &status, WNOHANG) == egressd_pid)
+			private_died();
+		if (waited >= RUN_READY_MS)
+			setup_failed("the private egressd did not create its control socket in time");
+		if (stat(ctl, &st) == 0 && S_ISSOCK(st.st_mode) &&
+		    (egress_conn = conn_unix(ctl)) != -1)
+			break;
 		usleep(20000);
 	}
-	setup_failed("the private egressd did not create its socket in time");
+	o = conn_request(json_pack("{s:s,s:s,s:s,s:b}", "verb", "principal-add", "name",
+	    principal, "policy", pol, "lease", 1), RUN_READY_MS);
+	if (o == NULL) {
+		if (waitpid(egressd_pid, &status, WNOHANG) == egressd_pid)
+			private_died();
+		setup_failed("the private egressd did not answer on its control socket");
+	}
+	if (!json_is_true(json_object_get(o, "ok"))) {
+		snprintf(err, sizeof(err), "%s",
+		    json_string_value(json_object_get(o, "error")) ?: "?");
+		json_decref(o);
+		setup_failed("the private egressd refused the run's principal: %s", shown(err));
+	}
+	json_decref(o);
+	if (stat(sock, &st) == -1 || !S_ISSOCK(st.st_mode))
+		setup_failed("the private egressd's principal socket %s: %s", sock,
+		    strerror(errno));
+	snprintf(devino, sizeof(devino), "%llu:%llu", (unsigned long long)st.st_dev,
+	    (unsigned long long)st.st_ino);
 }
 
-/* A lease from the system egressd: the principal lives as long as lease_fd. */
+/* A lease from the system egressd: the principal lives as long as egress_conn. */
 static void
 take_lease(void)
 {
-	struct sockaddr_un sun;
-	json_t *req, *o;
-	json_error_t jerr;
-	char buf[4096], *s;
-	size_t len = 0;
 	const char *path = opt.lease_sock ? opt.lease_sock : RUN_LEASE_SOCK;
+	json_t *o;
 
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sun.sun_path))
-		setup_failed("lease socket path too long");
-	memcpy(sun.sun_path, path, strlen(path));
-	if ((lease_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
-	    connect(lease_fd, (struct sockaddr *)&sun, sizeof(sun)) == -1)
+	if ((egress_conn = conn_unix(path)) == -1)
 		setup_failed("the system egressd does not answer on %s (%s): a named policy "
 		    "needs it", path, strerror(errno));
-	req = json_pack("{s:s,s:s}", "verb", "lease", "policy", opt.policy);
-	s = json_dumps(req, JSON_COMPACT);
-	json_decref(req);
-	if (s == NULL || write(lease_fd, s, strlen(s)) != (ssize_t)strlen(s) ||
-	    write(lease_fd, "\n", 1) != 1)
-		setup_failed("lease request: %s", strerror(errno));
-	free(s);
-	while (len < sizeof(buf) - 1) {
-		ssize_t n = read(lease_fd, buf + len, sizeof(buf) - 1 - len);
-
-		if (n <= 0)
-			setup_failed("the system egressd closed the lease connection");
-		len += (size_t)n;
-		if (memchr(buf, '\n', len))
-			break;
-	}
-	buf[len] = '\0';
-	if ((o = json_loads(buf, 0, &jerr)) == NULL)
-		setup_failed("unreadable lease reply");
+	if ((o = conn_request(json_pack("{s:s,s:s}", "verb", "lease", "policy", opt.policy),
+	    RUN_READY_MS)) == NULL)
+		setup_failed("no (readable) lease reply from the system egressd");
 	if (!json_is_true(json_object_get(o, "ok"))) {
 		const char *e = json_string_value(json_object_get(o, "error"));
 		char why[512];
 
 		snprintf(why, sizeof(why), "%s", e ? e : "?");
 		json_decref(o);
-		setup_failed("lease refused: %s", why);
+		setup_failed("lease refused: %s", shown(why));
 	}
 	snprintf(principal, sizeof(principal), "%s",
 	    json_string_value(json_object_get(o, "name")) ?: "");
@@ -732,57 +1145,24 @@ take_lease(void)
 	snprintf(devino, sizeof(devino), "%s",
 	    json_string_value(json_object_get(o, "dev_ino")) ?: "");
 	json_decref(o);
-	if (opt.receipts != NULL) {
-		struct stat st;
-
+	if (opt.receipts != NULL)
 		snprintf(receipts, sizeof(receipts), "%s", opt.receipts);
-		if (stat(receipts, &st) == 0)
-			receipts_start = st.st_size;
-	}
 }
 
 /*
- * The lease's summary from the system egressd ({"verb":"summary"} on the lease
- * connection): its destinations added up and the connections still open. The receipt file
- * is root's, so this is how an unprivileged run learns what it reached. NULL on failure.
+ * The principal's summary from egressd ({"verb":"summary"} on egress_conn): its
+ * destinations added up and the connections still open, as egressd counted them for
+ * this run. NULL on failure.
  */
 static json_t *
-lease_request_summary(void)
+request_summary(void)
 {
-	static const char req[] = "{\"verb\":\"summary\"}\n";
-	size_t cap = 64 * 1024, len = 0, max = 1024 * 1024;
-	char *buf = xmalloc(cap);
-	json_t *o = NULL;
+	json_t *o = conn_request(json_pack("{s:s}", "verb", "summary"), 2000);
 
-	if (write(lease_fd, req, sizeof(req) - 1) != (ssize_t)(sizeof(req) - 1))
-		goto out;
-	for (;;) {
-		struct pollfd pfd = { .fd = lease_fd, .events = POLLIN };
-		ssize_t n;
-
-		if (memchr(buf, '\n', len) != NULL)
-			break;
-		if (len == cap) {
-			if (cap == max)
-				goto out;
-			cap *= 2;
-			buf = xreallocarray(buf, cap, 1);
-		}
-		if (poll(&pfd, 1, 2000) != 1)
-			goto out;
-		if ((n = read(lease_fd, buf + len, cap - len)) == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			goto out;
-		len += (size_t)n;
-	}
-	o = json_loadb(buf, (size_t)((char *)memchr(buf, '\n', len) - buf), 0, NULL);
 	if (o != NULL && !json_is_true(json_object_get(o, "ok"))) {
 		json_decref(o);
 		o = NULL;
 	}
-out:
-	free(buf);
 	return o;
 }
 
@@ -1090,136 +1470,108 @@ human(unsigned long long n, char *out, size_t len)
 		snprintf(out, len, "%.1f MiB", (double)n / 1048576);
 }
 
-static void summary_print(const struct dest *d, size_t nd);
-static void summary_lease(struct dest *d);
+/*
+ * A destination as the summary shows it. The host must be a canonical name or address
+ * (host_parse gives it back unchanged); anything else is shown as "(raw)" and hex, so
+ * that no byte from the network (an escape sequence, a newline) reaches the terminal.
+ */
+static void
+summary_key(const char *host, json_t *port, char *out, size_t len)
+{
+	char p[16] = "";
+	struct host h;
+	const char *why;
 
-/* What this run reached and was refused, from its receipts. */
+	if (json_is_integer(port) && json_integer_value(port) >= 0 &&
+	    json_integer_value(port) <= 65535)
+		snprintf(p, sizeof(p), ":%d", (int)json_integer_value(port));
+	if (host == NULL || host[0] == '\0')
+		snprintf(out, len, "(no host)%s", p);
+	else if (strlen(host) <= EGRESS_HOST_MAX &&
+	    host_parse(host, strlen(host), &h, &why) == 0 && strcmp(h.name, host) == 0)
+		snprintf(out, len, h.kind == HOST_IPV6 ? "[%s]%s" : "%s%s", host, p);
+	else {
+		char hex[2 * 32 + 1];
+		size_t n = strlen(host) < 32 ? strlen(host) : 32;
+
+		egress_hex((const uint8_t *)host, n, hex);
+		snprintf(out, len, "(raw) %s%s%s", hex, n < strlen(host) ? "..." : "", p);
+	}
+}
+
+/* A reason as egressd names them (lower case, digits, '-'), else "(unknown)". */
+static const char *
+summary_reason(const char *r)
+{
+	if (r == NULL || r[0] == '\0' || strlen(r) > 31 ||
+	    strspn(r, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(r))
+		return "(unknown)";
+	return r;
+}
+
+/*
+ * What this run reached and was refused: egressd's own accounting of the run's principal
+ * (request_summary, taken by stop_egress once its tunnels were closed), never a re-read
+ * of the receipts file.
+ */
 static void
 summary(void)
 {
-	struct dest *d = xcalloc(RUN_SUMMARY_MAX, sizeof(*d));
-	size_t nd = 0, total = 0;
-	char *line = NULL;
-	size_t cap = 0;
-	FILE *fp;
+	struct dest *d;
+	json_t *arr, *o;
+	json_int_t dropped;
+	size_t nd = 0, i;
 
-	if (lease_summary != NULL) {
-		summary_lease(d);
-		free(d);
+	if (run_summary == NULL) {
+		fprintf(stderr, "egress-run: egressd gave no summary of the run; egressctl "
+		    "receipts --principal %s shows its receipts\n", shown(principal));
 		return;
 	}
-	if (receipts[0] == '\0' || (fp = fopen(receipts, "re")) == NULL) {
-		fprintf(stderr, "egress-run: no receipts to summarise (%s); egressctl receipts "
-		    "--principal %s shows them\n", receipts[0] ? strerror(errno) :
-		    "the system egressd keeps them", principal);
-		free(d);
-		return;
-	}
-	fseeko(fp, receipts_start, SEEK_SET);
-	while (getline(&line, &cap, fp) > 0) {
-		json_t *o = json_loads(line, 0, NULL);
-		const char *ev, *pr, *host, *reason;
-		json_t *port;
-		char key[EGRESS_HOST_MAX + 16];
-		bool allowed;
-		struct dest *x = NULL;
+	d = xcalloc(RUN_SUMMARY_MAX, sizeof(*d));
+	arr = json_object_get(run_summary, "destinations");
+	dropped = json_integer_value(json_object_get(run_summary, "dropped"));
+	json_array_foreach(arr, i, o) {
+		json_t *up = json_object_get(o, "bytes_up"), *down = json_object_get(o,
+		    "bytes_down"), *count = json_object_get(o, "count");
 
-		if (o == NULL)
-			continue;
-		ev = json_string_value(json_object_get(o, "event"));
-		pr = json_string_value(json_object_get(o, "principal"));
-		host = json_string_value(json_object_get(o, "host"));
-		reason = json_string_value(json_object_get(o, "reason"));
-		port = json_object_get(o, "port");
-		if (ev == NULL || pr == NULL || strcmp(pr, principal) != 0 ||
-		    strcmp(ev, "open") == 0) {
-			json_decref(o);
+		if (nd == RUN_SUMMARY_MAX) {
+			dropped += json_integer_value(count);
 			continue;
 		}
-		allowed = strcmp(ev, "close") == 0;
-		snprintf(key, sizeof(key), "%s:%lld", host ? host : "(no host)",
-		    json_is_integer(port) ? (long long)json_integer_value(port) : 0LL);
-		for (size_t i = 0; i < nd; i++)
-			if (d[i].allowed == allowed && strcmp(d[i].key, key) == 0 &&
-			    (allowed || strcmp(d[i].reason, reason ? reason : "") == 0))
-				x = &d[i];
-		if (x == NULL && nd < RUN_SUMMARY_MAX) {
-			x = &d[nd++];
-			snprintf(x->key, sizeof(x->key), "%s", key);
-			x->allowed = allowed;
-			snprintf(x->reason, sizeof(x->reason), "%s", allowed ? "allowed" :
-			    reason ? reason : "?");
-		}
-		if (x != NULL) {
-			json_t *c = json_object_get(o, "count");
-
-			x->count += json_is_integer(c) ? (unsigned)json_integer_value(c) : 1;
-			x->up += (unsigned long long)json_integer_value(json_object_get(o,
-			    "bytes_up"));
-			x->down += (unsigned long long)json_integer_value(json_object_get(o,
-			    "bytes_down"));
-		}
-		total++;
-		json_decref(o);
+		summary_key(json_string_value(json_object_get(o, "host")),
+		    json_object_get(o, "port"), d[nd].key, sizeof(d[nd].key));
+		d[nd].allowed = json_is_true(json_object_get(o, "allowed"));
+		snprintf(d[nd].reason, sizeof(d[nd].reason), "%s",
+		    summary_reason(json_string_value(json_object_get(o, "reason"))));
+		d[nd].count = json_integer_value(count) > 0 ?
+		    (unsigned)json_integer_value(count) : 0;
+		d[nd].up = json_integer_value(up) > 0 ? (unsigned long long)json_integer_value(up) : 0;
+		d[nd].down = json_integer_value(down) > 0 ?
+		    (unsigned long long)json_integer_value(down) : 0;
+		nd++;
 	}
-	free(line);
-	fclose(fp);
-	fprintf(stderr, "egress-run: %zu destination%s, receipts in %s (principal %s)\n", nd,
-	    nd == 1 ? "" : "s", receipts, principal);
-	summary_print(d, nd);
-	free(d);
-}
-
-/* The lines of the summary, one per destination. */
-static void
-summary_print(const struct dest *d, size_t nd)
-{
-	for (size_t i = 0; i < nd; i++) {
-		char up[32], down[32];
+	if (!run_lease)
+		fprintf(stderr, "egress-run: %zu destination%s, receipts in %s (principal %s)\n",
+		    nd, nd == 1 ? "" : "s", receipts, shown(principal));
+	else
+		fprintf(stderr, "egress-run: %zu destination%s, receipts kept by the system "
+		    "egressd (principal %s)\n", nd, nd == 1 ? "" : "s", shown(principal));
+	for (i = 0; i < nd; i++) {
+		char hup[32], hdown[32];
 
 		if (d[i].allowed) {
-			human(d[i].up, up, sizeof(up));
-			human(d[i].down, down, sizeof(down));
+			human(d[i].up, hup, sizeof(hup));
+			human(d[i].down, hdown, sizeof(hdown));
 			fprintf(stderr, "  allowed  %-40s %u× %s up, %s down\n", d[i].key,
-			    d[i].count, up, down);
+			    d[i].count, hup, hdown);
 		} else
 			fprintf(stderr, "  denied   %-40s %u× %s\n", d[i].key, d[i].count,
 			    d[i].reason);
 	}
-}
-
-/* A lease's summary, from the system egressd's reply (lease_request_summary). */
-static void
-summary_lease(struct dest *d)
-{
-	json_t *arr = json_object_get(lease_summary, "destinations"), *o;
-	json_int_t dropped = json_integer_value(json_object_get(lease_summary, "dropped"));
-	size_t nd = 0, i;
-
-	json_array_foreach(arr, i, o) {
-		const char *host = json_string_value(json_object_get(o, "host"));
-		const char *reason = json_string_value(json_object_get(o, "reason"));
-		json_t *port = json_object_get(o, "port");
-
-		if (nd == RUN_SUMMARY_MAX)
-			break;
-		snprintf(d[nd].key, sizeof(d[nd].key), "%s:%lld",
-		    host != NULL && host[0] != '\0' ? host : "(no host)",
-		    json_is_integer(port) ? (long long)json_integer_value(port) : 0LL);
-		d[nd].allowed = json_is_true(json_object_get(o, "allowed"));
-		snprintf(d[nd].reason, sizeof(d[nd].reason), "%s", reason ? reason : "?");
-		d[nd].count = (unsigned)json_integer_value(json_object_get(o, "count"));
-		d[nd].up = (unsigned long long)json_integer_value(json_object_get(o, "bytes_up"));
-		d[nd].down = (unsigned long long)json_integer_value(json_object_get(o,
-		    "bytes_down"));
-		nd++;
-	}
-	fprintf(stderr, "egress-run: %zu destination%s, receipts kept by the system egressd "
-	    "(principal %s)\n", nd, nd == 1 ? "" : "s", principal);
-	summary_print(d, nd);
 	if (dropped > 0)
 		fprintf(stderr, "  (%lld more requests to further destinations not listed)\n",
 		    (long long)dropped);
+	free(d);
 }
 
 int
@@ -1241,7 +1593,6 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	int ch, rc;
-	bool lease;
 
 	while ((ch = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (ch) {
@@ -1274,22 +1625,24 @@ main(int argc, char **argv)
 			usage("--receipts: path too long");
 		opt.receipts = abs;
 	}
+	check_options();
 	signal(SIGPIPE, SIG_IGN);
 	find_bindir();
 	/* SPEC: a NAME has no slash (a file in the current directory is ./FILE). */
-	lease = opt.policy != NULL && strchr(opt.policy, '/') == NULL && opt.allow.n == 0;
+	run_lease = opt.policy != NULL && strchr(opt.policy, '/') == NULL && opt.allow.n == 0;
 	{
 		/* Everything the run needs is checked before anything starts. */
 		char path[PATH_MAX + 16];
 
-		if (!lease)
+		if (!run_lease)
 			need_program("egressd", path, sizeof(path));
 		need_program("egress-launch", path, sizeof(path));
 		need_program("egress-relay", path, sizeof(path));
 		if (!opt.no_fd4)
 			need_program("egress-broker", path, sizeof(path));
 	}
-	if (lease) {
+	run_binds();
+	if (run_lease) {
 		/* A name: a lease from the system egressd, never a silent fallback. */
 		if (opt.resolvers.n || opt.hosts || opt.permits.n)
 			usage("--resolver, --hosts and --permit-range configure only a private "

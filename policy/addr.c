@@ -59,6 +59,69 @@ addr_parse(const char *s, size_t len, struct addr *a)
 	return 0;
 }
 
+/*
+ * "IP", "IP:PORT" or "[IPv6]:PORT" (a resolver's address, as egressd.conf and egress-run
+ * take it). A bare IPv6 address has no port; the port is decimal, 1-65535. Returns 0 with
+ * *port 0 when none was given, or -1 with *why.
+ */
+int
+addr_port_parse(const char *s, size_t len, struct addr *a, unsigned *port, const char **why)
+{
+	const char *host = s, *colon = NULL;
+	size_t hlen = len, plen;
+	unsigned v = 0;
+
+	*port = 0;
+	memset(a, 0, sizeof(*a));
+	if (len > 0 && s[0] == '[') {
+		const char *close = memchr(s, ']', len);
+
+		if (close == NULL) {
+			*why = "'[' without ']'";
+			return -1;
+		}
+		host = s + 1;
+		hlen = (size_t)(close - host);
+		if (close + 1 < s + len) {
+			if (close[1] != ':') {
+				*why = "expected ':' after ']'";
+				return -1;
+			}
+			colon = close + 1;
+		}
+	} else if ((colon = memchr(s, ':', len)) != NULL) {
+		if (memchr(colon + 1, ':', len - (size_t)(colon + 1 - s)) != NULL)
+			colon = NULL;       /* a bare IPv6 address: no port */
+		else
+			hlen = (size_t)(colon - s);
+	}
+	if (addr_parse(host, hlen, a) == -1 || (host != s && a->family != AF_INET6)) {
+		*why = host != s ? "not an IPv6 address inside [ ]" :
+		    "not an IPv4 or IPv6 address";
+		return -1;
+	}
+	if (colon == NULL)
+		return 0;
+	plen = len - (size_t)(colon + 1 - s);
+	if (plen == 0 || plen > 5) {
+		*why = "expected a port 1-65535 after ':'";
+		return -1;
+	}
+	for (size_t i = 0; i < plen; i++) {
+		if (colon[1 + i] < '0' || colon[1 + i] > '9') {
+			*why = "expected a port 1-65535 after ':'";
+			return -1;
+		}
+		v = v * 10 + (unsigned)(colon[1 + i] - '0');
+	}
+	if (v == 0 || v > 65535) {
+		*why = "the port must be 1-65535";
+		return -1;
+	}
+	*port = v;
+	return 0;
+}
+
 void
 addr_format(const struct addr *a, char out[EGRESS_ADDRSTRLEN])
 {

@@ -59,6 +59,12 @@ struct cidr {
 
 /* Strict: IPv4 as four decimal octets without leading zeros, IPv6 per RFC 4291. */
 int addr_parse(const char *s, size_t len, struct addr *a);
+/*
+ * "IP", "IP:PORT" or "[IPv6]:PORT": 0 with *port (0 when none is given), or -1 with *why.
+ * Every byte is looked at; nothing else (no space, no newline) is accepted.
+ */
+int addr_port_parse(const char *s, size_t len, struct addr *a, unsigned *port,
+    const char **why);
 /* IPv4 dotted quad or RFC 5952 text. */
 void addr_format(const struct addr *a, char out[EGRESS_ADDRSTRLEN]);
 bool addr_equal(const struct addr *a, const struct addr *b);

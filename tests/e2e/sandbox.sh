@@ -87,15 +87,19 @@ expect_match "--hosts: its answers are validated like DNS's (a private address i
 # As an ordinary user (the usual case: a CI job, an agent): the same run, unprivileged
 # user namespaces for both bwraps, the private egressd and its sockets the user's.
 if id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1; then
+	# (its XDG_RUNTIME_DIR is its current directory, so the runtime folder goes
+	# elsewhere; its receipts are outside that directory, runstate.sh has the rest)
 	NB=$WORK/nb
-	mkdir -p "$NB" && chmod 777 "$NB" && cp "$BOX/up.crt" "$NB/"
+	mkdir -p "$NB" "$WORK/nbr" && chmod 777 "$NB" && chown nobody "$WORK/nbr" &&
+	    cp "$BOX/up.crt" "$NB/"
 	# shellcheck disable=SC2086
 	(cd "$NB" && setpriv --reuid nobody --regid "$(id -g nobody)" --clear-groups \
 	    env HOME="$NB" XDG_RUNTIME_DIR="$NB" "$ERUN" --allow "ok.e2e.test:$UP" $DNSARGS \
-	    --receipts "$NB/r.jsonl" -- $CURL "$OK_URL" >"$NB/out" 2>"$NB/err")
+	    --receipts "$WORK/nbr/r.jsonl" -- $CURL "$OK_URL" >"$NB/out" 2>"$NB/err")
 	expect_eq "as nobody: the run reaches the allowed upstream" "0 200:200" "$? $(cat "$NB/out")"
 	expect_match "as nobody: its summary" "allowed +ok\.e2e\.test:$UP +1×" "$(cat "$NB/err")"
-	expect_eq "as nobody: the receipts are nobody's" "$(id -u nobody)" "$(stat -c %u "$NB/r.jsonl")"
+	expect_eq "as nobody: the receipts are nobody's" "$(id -u nobody)" \
+	    "$(stat -c %u "$WORK/nbr/r.jsonl")"
 else
 	skip "egress-run as nobody" "no user nobody or no setpriv"
 fi

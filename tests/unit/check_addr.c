@@ -1310,6 +1310,74 @@ START_TEST(test_isatap_u_octet)
 }
 END_TEST
 
+/* --- addr_port_parse: a resolver's address (egressd.conf, egress-run --resolver) -------- */
+
+static const struct {
+	const char *in;
+	int rc;
+	const char *addr;     /* canonical, when accepted */
+	unsigned port;        /* 0: none given */
+} addr_ports[] = {
+	{ "127.0.0.1", 0, "127.0.0.1", 0 },
+	{ "127.0.0.1:53", 0, "127.0.0.1", 53 },
+	{ "127.0.0.1:65535", 0, "127.0.0.1", 65535 },
+	{ "127.0.0.1:1", 0, "127.0.0.1", 1 },
+	{ "::1", 0, "::1", 0 },
+	{ "2001:DB8::1", 0, "2001:db8::1", 0 },
+	{ "[::1]:5353", 0, "::1", 5353 },
+	{ "[::1]", 0, "::1", 0 },
+	{ "127.0.0.1:0", -1, NULL, 0 },
+	{ "127.0.0.1:65536", -1, NULL, 0 },
+	{ "127.0.0.1:053x", -1, NULL, 0 },
+	{ "127.0.0.1:", -1, NULL, 0 },
+	{ "127.0.0.1:123456", -1, NULL, 0 },
+	{ "127.0.0.1:53 ", -1, NULL, 0 },
+	{ " 127.0.0.1:53", -1, NULL, 0 },
+	{ "127.0.0.1:53\nhosts /etc/x", -1, NULL, 0 },
+	{ "127.0.0.1\n:53", -1, NULL, 0 },
+	{ "[127.0.0.1]:53", -1, NULL, 0 },
+	{ "[::1]:", -1, NULL, 0 },
+	{ "[::1]53", -1, NULL, 0 },
+	{ "[::1", -1, NULL, 0 },
+	{ "localhost:53", -1, NULL, 0 },
+	{ "", -1, NULL, 0 },
+	{ ":53", -1, NULL, 0 },
+	{ "1.2.3.4:-1", -1, NULL, 0 },
+	{ "1.2.3.4:+53", -1, NULL, 0 },
+};
+
+START_TEST(test_addr_port_parse)
+{
+	struct addr a;
+	unsigned port = 99;
+	const char *why = NULL;
+	char text[EGRESS_ADDRSTRLEN];
+	int rc = addr_port_parse(addr_ports[_i].in, strlen(addr_ports[_i].in), &a, &port,
+	    &why);
+
+	ck_assert_msg(rc == addr_ports[_i].rc, "\"%s\": rc %d", addr_ports[_i].in, rc);
+	if (rc == 0) {
+		addr_format(&a, text);
+		ck_assert_str_eq(text, addr_ports[_i].addr);
+		ck_assert_uint_eq(port, addr_ports[_i].port);
+	} else
+		ck_assert_msg(why != NULL, "\"%s\": refused without a reason", addr_ports[_i].in);
+}
+END_TEST
+
+START_TEST(test_addr_port_parse_len)
+{
+	struct addr a;
+	unsigned port;
+	const char *why;
+
+	/* only len bytes are read: the newline after them is not looked at */
+	ck_assert_int_eq(addr_port_parse("10.0.0.1:53\nx", 11, &a, &port, &why), 0);
+	ck_assert_uint_eq(port, 53);
+	ck_assert_int_eq(addr_port_parse("10.0.0.1:53\0", 12, &a, &port, &why), -1);
+}
+END_TEST
+
 /* --- the suite ----------------------------------------------------------------------- */
 
 static Suite *
@@ -1332,6 +1400,8 @@ addr_suite(void)
 	LOOP_CASE("addr_parse/addr_format round trip", test_addr_roundtrip, NELEM(addr_ok));
 	LOOP_CASE("addr_parse refuses", test_addr_bad, NELEM(addr_bad));
 	ONE_CASE("addr_parse length, addr_equal", test_addr_parse_len);
+	LOOP_CASE("addr_port_parse", test_addr_port_parse, NELEM(addr_ports));
+	ONE_CASE("addr_port_parse length", test_addr_port_parse_len);
 	LOOP_CASE("cidr_parse", test_cidr_parse, NELEM(cidrs));
 	LOOP_CASE("cidr_contains boundaries", test_cidr_contains, NELEM(contains));
 	ONE_CASE("data file: rows parsed by the test", test_data_file);
