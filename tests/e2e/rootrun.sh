@@ -7,7 +7,8 @@
 # directory and in a --rw path is root's on the host (the invoker's), and it can still
 # modify what root left there. --user USER runs it as USER instead (files it creates are
 # USER's). curl through the proxy still reaches the allowed upstream, so the principal
-# socket is reachable to the unprivileged uid.
+# socket is reachable to the unprivileged uid. A file system that cannot idmap a
+# read-write bind fails closed (125, naming --user).
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/e2e/sandbox-lib.sh"
 cd "$WORK" || exit 1
 e2e_need openssl curl
@@ -108,5 +109,15 @@ if id nobody >/dev/null 2>&1; then
 else
 	skip "--user" "no user nobody"
 fi
+# A file system without idmapped mounts (ramfs) as the read-write current directory:
+# refused, 125, one line naming --user; nothing of the workload ran.
+mkdir "$WORK/ramfs"
+# shellcheck disable=SC2086
+unshare -m sh -c 'mount --make-rprivate / && mount -t ramfs none "$1" && cd "$1" && shift &&
+    exec "$@"' sh "$WORK/ramfs" "$ERUN" $A --quiet -- touch ran </dev/null \
+    >"$WORK/ramfs.out" 2>&1
+rc=$?
+expect_eq "no idmapped mounts: 125, one line naming --user USER" "125 1" \
+    "$rc $(grep -c 'does not support idmapped mounts.*--user USER' "$WORK/ramfs.out")"
 expect_clean "root runs"
 finish
