@@ -44,6 +44,7 @@
 #include "common.h"
 #include "policy.h"
 #include "sandbox.h"
+#include "userns.h"
 
 #define RUN_EXIT_SETUP 125
 #define RUN_MAX_LIST 4096            /* each of --allow, --rw, --ro, --resolver, --permit-range */
@@ -65,6 +66,7 @@ static struct {
 	const char *receipts;
 	const char *hosts;
 	const char *lease_sock;
+	const char *user;            /* --user: a root run's workload uid */
 	bool no_fd4;
 	bool quiet;
 	char **cmd;
@@ -96,7 +98,8 @@ usage(const char *msg)
 	fprintf(stderr,
 	    "usage: egress-run [--policy FILE|NAME | --allow HOST:PORT ...] [--rw PATH ...]\n"
 	    "                  [--ro PATH ...] [--receipts FILE] [--no-fd4] [--resolver IP:PORT ...]\n"
-	    "                  [--hosts FILE] [--permit-range CIDR ...] [--quiet] -- CMD [ARG ...]\n");
+	    "                  [--hosts FILE] [--permit-range CIDR ...] [--user USER] [--quiet]\n"
+	    "                  -- CMD [ARG ...]\n");
 	exit(RUN_EXIT_SETUP);
 }
 
@@ -1233,6 +1236,31 @@ signal_workload(pid_t init_pid, int sig)
 		kill(bwrap_pid, sig);
 }
 
+/*
+ * A root run (docs/sandbox.md, "Root runs"): the workload's bind sources are staged by
+ * userns_exec() and bwrap binds them from there; src is returned unchanged otherwise.
+ */
+static struct userns_stage stages[USERNS_STAGE_MAX];
+static size_t nstages;
+static bool root_run;
+
+static const char *
+bind_src(const char *src, bool idmap)
+{
+	struct userns_stage *st;
+
+	if (!root_run)
+		return src;
+	if (nstages == USERNS_STAGE_MAX)
+		setup_failed("too many paths to bind");
+	st = &stages[nstages];
+	st->src = xstrdup(src);
+	st->idmap = idmap;
+	snprintf(st->dst, sizeof(st->dst), "%s/egress-run.%zu", USERNS_STAGE_DIR, nstages);
+	nstages++;
+	return st->dst;
+}
+
 static int
 run_sandbox(void)
 {
@@ -1247,6 +1275,25 @@ run_sandbox(void)
 	pid_t init_pid = -1;
 	struct sigaction sa;
 	FILE *js;
+	int userns_fd = -1;
+
+	/*
+	 * Root's workload runs as 65534 (or --user USER) in a user namespace of ours; what it
+	 * writes through the read-write binds lands as root's (idmapped), unless --user.
+	 */
+	root_run = geteuid() == 0;
+	if (opt.user != NULL && !root_run)
+		setup_failed("--user needs egress-run to run as root");
+	if (root_run) {
+		char err[256];
+		uid_t wuid;
+		gid_t wgid;
+
+		if (userns_target(opt.user, &wuid, &wgid, err, sizeof(err)) == -1 ||
+		    (userns_fd = userns_create(wuid, wgid, err, sizeof(err))) == -1)
+			setup_failed("%s", err);
+		userns_fd = high_fd(userns_fd);
+	}
 
 	need_program("egress-launch", launch, sizeof(launch));
 	need_program("egress-relay", launch_in, sizeof(launch_in));
@@ -1278,7 +1325,7 @@ run_sandbox(void)
 	arglist_add(a, "/run");
 	if (strcmp(cwd, "/") != 0) {
 		arglist_add(a, ro_cwd ? "--ro-bind" : "--bind");
-		arglist_add(a, cwd);
+		arglist_add(a, bind_src(cwd, !ro_cwd && opt.user == NULL));
 		arglist_add(a, cwd);
 	}
 	/* Paths are bound where they are on the host: absolute, symlinks resolved. */
@@ -1288,7 +1335,7 @@ run_sandbox(void)
 		if (abs == NULL)
 			setup_failed("--rw %s: %s", opt.rw.v[i], strerror(errno));
 		arglist_add(a, "--bind");
-		arglist_add(a, abs);
+		arglist_add(a, bind_src(abs, opt.user == NULL));
 		arglist_add(a, abs);
 		free(abs);
 	}
@@ -1300,16 +1347,16 @@ run_sandbox(void)
 		if ((abs = realpath(opt.ro.v[i], NULL)) == NULL)
 			setup_failed("--ro %s: %s", opt.ro.v[i], strerror(errno));
 		arglist_add(a, "--ro-bind");
-		arglist_add(a, abs);
+		arglist_add(a, bind_src(abs, false));
 		arglist_add(a, abs);
 		free(abs);
 	}
 	arglist_add(a, "--ro-bind");
-	arglist_add(a, bindir);
+	arglist_add(a, bind_src(bindir, false));
 	arglist_add(a, RUN_SANDBOX_BIN);
 	/* The principal socket last, so that no other mount can cover or replace it. */
 	arglist_add(a, "--bind");
-	arglist_add(a, sock);
+	arglist_add(a, bind_src(sock, true));      /* root's 0600 socket, the workload's */
 	arglist_add(a, RUN_SANDBOX_SOCK);
 	arglist_add(a, "--chdir");
 	arglist_add(a, strcmp(cwd, "/") != 0 ? cwd : "/");
@@ -1378,11 +1425,15 @@ run_sandbox(void)
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
+		if (root_run)
+			userns_exec(userns_fd, stages, nstages, a->list);
 		execv(a->list[0], a->list);
 		fprintf(stderr, "egress-run: %s: %s\n", a->list[0], strerror(errno));
 		_exit(RUN_EXIT_SETUP);
 	}
 	arglist_free(a);
+	if (userns_fd != -1)
+		close(userns_fd);
 	close(sp[1]);
 	close(lp[1]);
 	if (fd4_chan != -1) {
@@ -1589,6 +1640,7 @@ main(int argc, char **argv)
 		{ "permit-range", required_argument, NULL, 'P' },
 		{ "lease-socket", required_argument, NULL, 'L' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "user", required_argument, NULL, 'u' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1607,6 +1659,7 @@ main(int argc, char **argv)
 		case 'P': list_add(&opt.permits, optarg, "--permit-range"); break;
 		case 'L': opt.lease_sock = optarg; break;
 		case 'q': opt.quiet = true; break;
+		case 'u': opt.user = optarg; break;
 		default: usage(NULL);
 		}
 	}

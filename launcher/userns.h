@@ -1,0 +1,29 @@
+/*
+ * userns.c: how egress-run, run as root, keeps root's identity out of the workload: a user
+ * namespace of its own that maps the workload to an unprivileged uid, and the sandbox's
+ * bind sources prepared by root in a private mount namespace (idmapped where the workload
+ * writes). See docs/sandbox.md, "Root runs".
+ */
+#ifndef EGRESS_USERNS_H
+#define EGRESS_USERNS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define USERNS_NOBODY 65534          /* the default workload uid and gid of a root run */
+#define USERNS_STAGE_DIR "/tmp"      /* where the staged sources appear to bwrap */
+#define USERNS_STAGE_MAX 8200        /* cwd, --rw, --ro (4096 each), bindir, socket */
+
+struct userns_stage {
+	char *src;                   /* the host path, absolute */
+	char dst[48];                /* USERNS_STAGE_DIR/egress-run.N */
+	bool idmap;                  /* seen through the map: root's files are the workload's */
+};
+
+int userns_target(const char *user, uid_t *uid, gid_t *gid, char *err, size_t errlen);
+int userns_create(uid_t uid, gid_t gid, char *err, size_t errlen);
+void userns_exec(int userns_fd, const struct userns_stage *st, size_t n, char *const argv[])
+    __attribute__((noreturn));
+
+#endif
