@@ -1,8 +1,10 @@
 /*
  * egress-broker: the trusted host side of the fd-4 channel (SPEC "Sandbox path", fd 4).
  *
- * It holds one end of a connected AF_UNIX SOCK_DGRAM socketpair whose other end is the
- * workload's fd 4, and serves one request datagram at a time, in order: it opens a
+ * It holds one end of a connected AF_UNIX SOCK_SEQPACKET socketpair whose other end is the
+ * workload's fd 4 (seqpacket, not datagram: a datagram socket in the sandbox could send to
+ * any socket by its path, see sandbox/sandbox.c), and serves one request message at a
+ * time, in order: it opens a
  * connection to the principal socket (pinned at start by an O_PATH descriptor, connected
  * through /proc/self/fd/N), performs the EGR1 native request, and passes the resulting
  * stream (never an upstream socket of its own) back on the reply socket the request
@@ -140,9 +142,12 @@ broker_answer(int reply, uint32_t id, int code, int stream)
 		    strerror(errno));
 }
 
-/* Serves one datagram; returns 1 to go on, 0 when the channel's peer is gone. */
+/*
+ * Serves one message; returns 1 to go on, 0 when the channel's peer is gone (hup: the
+ * poll said so; an empty read then is the end, not an empty message).
+ */
 static int
-broker_serve_one(int chan)
+broker_serve_one(int chan, bool hup)
 {
 	uint8_t buf[EGRESS_FD4_REQUEST_MAX + 1];
 	struct fd4_request req;
@@ -164,9 +169,9 @@ broker_serve_one(int chan)
 		reply = -1;
 	}
 	if (reply == -1) {
-		/* nowhere to answer; an empty datagram without descriptor is also EOF-like */
+		/* nowhere to answer; an empty read after a hang-up is the end of the channel */
 		if (n == 0 && nfds == 0)
-			return 1;
+			return hup ? 0 : 1;
 		fprintf(stderr, "egress-broker: request without a reply socket: dropped\n");
 		return 1;
 	}
@@ -243,8 +248,9 @@ main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &sa, NULL);
-	if (getsockopt((int)chan, SOL_SOCKET, SO_TYPE, &type, &tl) == -1 || type != SOCK_DGRAM) {
-		fprintf(stderr, "egress-broker: --channel %ld is not a datagram socket\n", chan);
+	if (getsockopt((int)chan, SOL_SOCKET, SO_TYPE, &type, &tl) == -1 ||
+	    type != SOCK_SEQPACKET) {
+		fprintf(stderr, "egress-broker: --channel %ld is not a seqpacket socket\n", chan);
 		return 2;
 	}
 	(void)fcntl((int)chan, F_SETFD, FD_CLOEXEC);
@@ -259,14 +265,15 @@ main(int argc, char **argv)
 			return 1;
 		}
 		/*
-		 * The kernel never reports a closed AF_UNIX datagram peer to a reader; the
-		 * broker goes with its parent (PDEATHSIG, and this check) instead.
+		 * The broker goes with its parent (PDEATHSIG, and this check), and when every
+		 * copy of the sandbox's end is closed (a hang-up on the seqpacket channel).
 		 */
 		if (getppid() != parent)
 			return 0;
 		if ((pfd.revents & (POLLERR | POLLNVAL)) != 0 && (pfd.revents & POLLIN) == 0)
 			return 0;
-		if ((pfd.revents & POLLIN) != 0 && !broker_serve_one((int)chan))
+		if ((pfd.revents & (POLLIN | POLLHUP)) != 0 &&
+		    !broker_serve_one((int)chan, (pfd.revents & POLLHUP) != 0))
 			return 0;
 	}
 }

@@ -380,9 +380,10 @@ high_fd(int fd)
 }
 
 /*
- * fd 4: a connected AF_UNIX datagram socketpair; egress-broker holds one end on the host
- * and answers each request with a stream from egressd's native connector; the sandbox
- * gets the other end as descriptor 4.
+ * fd 4: a connected AF_UNIX seqpacket socketpair (messages like datagrams, but a seqpacket
+ * socket cannot address another socket by its path: see sandbox/sandbox.c); egress-broker
+ * holds one end on the host and answers each request with a stream from egressd's native
+ * connector; the sandbox gets the other end as descriptor 4.
  */
 static void
 start_broker(void)
@@ -391,7 +392,7 @@ start_broker(void)
 	int bp[2];
 
 	need_program("egress-broker", broker, sizeof(broker));
-	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, bp) == -1)
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, bp) == -1)
 		setup_failed("socketpair: %s", strerror(errno));
 	bp[0] = high_fd(bp[0]);
 	bp[1] = high_fd(bp[1]);
