@@ -49,7 +49,8 @@ usage(const char *why)
 {
 	if (why != NULL)
 		fprintf(stderr, "egress-broker: %s\n", why);
-	fprintf(stderr, "usage: egress-broker --channel FD --egress PATH [--expect DEV:INO]\n");
+	fprintf(stderr, "usage: egress-broker --channel FD --egress PATH [--expect DEV:INO] "
+	    "[--parent PID]\n");
 	exit(2);
 }
 
@@ -207,13 +208,14 @@ main(int argc, char **argv)
 		{ "channel", required_argument, NULL, 'c' },
 		{ "egress", required_argument, NULL, 'e' },
 		{ "expect", required_argument, NULL, 'x' },
+		{ "parent", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *egress = NULL, *expect = NULL;
 	struct sigaction sa;
 	struct pollfd pfd;
-	long chan = -1;
+	long chan = -1, want_parent = 0;
 	char *end;
 	pid_t parent = getppid();
 	int ch, type;
@@ -230,6 +232,13 @@ main(int argc, char **argv)
 			break;
 		case 'e': egress = optarg; break;
 		case 'x': expect = optarg; break;
+		case 'p':
+			errno = 0;
+			want_parent = strtol(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' || errno != 0 || want_parent < 2 ||
+			    want_parent > INT_MAX)
+				usage("--parent takes a process id");
+			break;
 		case 'h': usage(NULL);
 		default: usage(NULL);
 		}
@@ -240,7 +249,14 @@ main(int argc, char **argv)
 		fprintf(stderr, "egress-broker: prctl: %s\n", strerror(errno));
 		return 1;
 	}
-	if (getppid() != parent)      /* the parent died before PDEATHSIG was armed */
+	/*
+	 * The parent died before PDEATHSIG was armed. Without --parent, "the parent" is
+	 * whoever it was at the start of main, which is init already if it died before
+	 * that: egress-run passes its pid (and armed PDEATHSIG itself before exec).
+	 */
+	if (want_parent != 0)
+		parent = (pid_t)want_parent;
+	if (getppid() != parent)
 		return 0;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = broker_term;
