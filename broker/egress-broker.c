@@ -1,8 +1,10 @@
 /*
  * egress-broker: the trusted host side of the fd-4 channel (SPEC "Sandbox path", fd 4).
  *
- * It holds one end of a connected AF_UNIX SOCK_DGRAM socketpair whose other end is the
- * workload's fd 4, and serves one request datagram at a time, in order: it opens a
+ * It holds one end of a connected AF_UNIX SOCK_SEQPACKET socketpair whose other end is the
+ * workload's fd 4 (seqpacket, not datagram: a datagram socket in the sandbox could send to
+ * any socket by its path, see sandbox/sandbox.c), and serves one request message at a
+ * time, in order: it opens a
  * connection to the principal socket (pinned at start by an O_PATH descriptor, connected
  * through /proc/self/fd/N), performs the EGR1 native request, and passes the resulting
  * stream (never an upstream socket of its own) back on the reply socket the request
@@ -47,7 +49,8 @@ usage(const char *why)
 {
 	if (why != NULL)
 		fprintf(stderr, "egress-broker: %s\n", why);
-	fprintf(stderr, "usage: egress-broker --channel FD --egress PATH [--expect DEV:INO]\n");
+	fprintf(stderr, "usage: egress-broker --channel FD --egress PATH [--expect DEV:INO] "
+	    "[--parent PID]\n");
 	exit(2);
 }
 
@@ -140,9 +143,12 @@ broker_answer(int reply, uint32_t id, int code, int stream)
 		    strerror(errno));
 }
 
-/* Serves one datagram; returns 1 to go on, 0 when the channel's peer is gone. */
+/*
+ * Serves one message; returns 1 to go on, 0 when the channel's peer is gone (hup: the
+ * poll said so; an empty read then is the end, not an empty message).
+ */
 static int
-broker_serve_one(int chan)
+broker_serve_one(int chan, bool hup)
 {
 	uint8_t buf[EGRESS_FD4_REQUEST_MAX + 1];
 	struct fd4_request req;
@@ -164,9 +170,9 @@ broker_serve_one(int chan)
 		reply = -1;
 	}
 	if (reply == -1) {
-		/* nowhere to answer; an empty datagram without descriptor is also EOF-like */
+		/* nowhere to answer; an empty read after a hang-up is the end of the channel */
 		if (n == 0 && nfds == 0)
-			return 1;
+			return hup ? 0 : 1;
 		fprintf(stderr, "egress-broker: request without a reply socket: dropped\n");
 		return 1;
 	}
@@ -202,13 +208,14 @@ main(int argc, char **argv)
 		{ "channel", required_argument, NULL, 'c' },
 		{ "egress", required_argument, NULL, 'e' },
 		{ "expect", required_argument, NULL, 'x' },
+		{ "parent", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *egress = NULL, *expect = NULL;
 	struct sigaction sa;
 	struct pollfd pfd;
-	long chan = -1;
+	long chan = -1, want_parent = 0;
 	char *end;
 	pid_t parent = getppid();
 	int ch, type;
@@ -225,6 +232,13 @@ main(int argc, char **argv)
 			break;
 		case 'e': egress = optarg; break;
 		case 'x': expect = optarg; break;
+		case 'p':
+			errno = 0;
+			want_parent = strtol(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' || errno != 0 || want_parent < 2 ||
+			    want_parent > INT_MAX)
+				usage("--parent takes a process id");
+			break;
 		case 'h': usage(NULL);
 		default: usage(NULL);
 		}
@@ -235,7 +249,14 @@ main(int argc, char **argv)
 		fprintf(stderr, "egress-broker: prctl: %s\n", strerror(errno));
 		return 1;
 	}
-	if (getppid() != parent)      /* the parent died before PDEATHSIG was armed */
+	/*
+	 * The parent died before PDEATHSIG was armed. Without --parent, "the parent" is
+	 * whoever it was at the start of main, which is init already if it died before
+	 * that: egress-run passes its pid (and armed PDEATHSIG itself before exec).
+	 */
+	if (want_parent != 0)
+		parent = (pid_t)want_parent;
+	if (getppid() != parent)
 		return 0;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = broker_term;
@@ -243,8 +264,9 @@ main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &sa, NULL);
-	if (getsockopt((int)chan, SOL_SOCKET, SO_TYPE, &type, &tl) == -1 || type != SOCK_DGRAM) {
-		fprintf(stderr, "egress-broker: --channel %ld is not a datagram socket\n", chan);
+	if (getsockopt((int)chan, SOL_SOCKET, SO_TYPE, &type, &tl) == -1 ||
+	    type != SOCK_SEQPACKET) {
+		fprintf(stderr, "egress-broker: --channel %ld is not a seqpacket socket\n", chan);
 		return 2;
 	}
 	(void)fcntl((int)chan, F_SETFD, FD_CLOEXEC);
@@ -259,14 +281,15 @@ main(int argc, char **argv)
 			return 1;
 		}
 		/*
-		 * The kernel never reports a closed AF_UNIX datagram peer to a reader; the
-		 * broker goes with its parent (PDEATHSIG, and this check) instead.
+		 * The broker goes with its parent (PDEATHSIG, and this check), and when every
+		 * copy of the sandbox's end is closed (a hang-up on the seqpacket channel).
 		 */
 		if (getppid() != parent)
 			return 0;
 		if ((pfd.revents & (POLLERR | POLLNVAL)) != 0 && (pfd.revents & POLLIN) == 0)
 			return 0;
-		if ((pfd.revents & POLLIN) != 0 && !broker_serve_one((int)chan))
+		if ((pfd.revents & (POLLIN | POLLHUP)) != 0 &&
+		    !broker_serve_one((int)chan, (pfd.revents & POLLHUP) != 0))
 			return 0;
 	}
 }

@@ -2,7 +2,7 @@
  * egress-connect HOST PORT: copies stdin to a stream to HOST:PORT and the stream to stdout,
  * for programs that take a command as their transport (OpenSSH's ProxyCommand). The
  * stream comes from the fd-4 channel ($EGRESS_FD, libegress) when that names an AF_UNIX
- * datagram socket, else from egressd's native connector reached through egress-relay
+ * seqpacket socket, else from egressd's native connector reached through egress-relay
  * ($EGRESS_RELAY, ADDR:PORT on loopback): OpenSSH closes every descriptor above 2 before
  * it runs a ProxyCommand, so the relay is the fallback there. It decides nothing: a
  * refusal is egressd's, printed with its reason.
@@ -61,7 +61,7 @@ usage(const char *why)
 	exit(2);
 }
 
-/* The descriptor named by $EGRESS_FD if it is an AF_UNIX datagram socket, else -1. */
+/* The descriptor named by $EGRESS_FD if it is an AF_UNIX seqpacket socket, else -1. */
 static int
 connect_channel(void)
 {
@@ -79,7 +79,7 @@ connect_channel(void)
 	if (*end != '\0' || errno != 0 || v < 0 || v > INT_MAX)
 		return -1;
 	tl = sizeof(type);
-	if (getsockopt((int)v, SOL_SOCKET, SO_TYPE, &type, &tl) == -1 || type != SOCK_DGRAM)
+	if (getsockopt((int)v, SOL_SOCKET, SO_TYPE, &type, &tl) == -1 || type != SOCK_SEQPACKET)
 		return -1;
 	memset(&ss, 0, sizeof(ss));
 	if (getsockname((int)v, (struct sockaddr *)&ss, &sl) == -1 || ss.ss_family != AF_UNIX)
@@ -241,7 +241,7 @@ main(int argc, char **argv)
 	} else if (getenv("EGRESS_RELAY") != NULL) {
 		s = connect_relay(host, (uint16_t)port, &code);
 	} else {
-		usage("neither EGRESS_FD (an AF_UNIX datagram socket) nor EGRESS_RELAY is set");
+		usage("neither EGRESS_FD (an AF_UNIX seqpacket socket) nor EGRESS_RELAY is set");
 	}
 	if (s < 0) {
 		fprintf(stderr, "egress-connect: %s:%ld: %s\n", host, port, egress_strerror(code));

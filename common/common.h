@@ -1,6 +1,7 @@
 /*
  * common.h: what every egress program shares: the SPEC's reason codes, allocation
- * wrappers that never return NULL, a growable argument vector, digests and key files. Trusts nothing it is given.
+ * wrappers that never return NULL, a growable argument vector, digests and key files, and
+ * accepting with a pause. Trusts nothing it is given.
  */
 #ifndef EGRESS_COMMON_H
 #define EGRESS_COMMON_H
@@ -112,5 +113,28 @@ int egress_ed25519_sign(void *key, const void *msg, size_t len,
     uint8_t sig[EGRESS_ED25519_SIGLEN]);
 bool egress_ed25519_verify(void *key, const void *msg, size_t len,
     const uint8_t sig[EGRESS_ED25519_SIGLEN]);
+
+/*
+ * Accepting with a pause when descriptors run out (accept.c, libevent): egress_accept()
+ * is accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC); on EMFILE or ENFILE it also
+ * calls egress_accept_pause(), which switches the owner's listeners off (listen(false))
+ * for EGRESS_ACCEPT_PAUSE_MS and then on (listen(true)), instead of letting a still
+ * readable listener spin the event loop. Returns the descriptor, or -1 with errno.
+ * base, listen and arg are the caller's; paused and timer belong to accept.c (zero them).
+ */
+#define EGRESS_ACCEPT_PAUSE_MS 1000
+struct event_base;
+struct event;
+struct egress_accept_pause {
+	struct event_base *base;
+	void (*listen)(bool on, void *arg);
+	void *arg;
+	bool paused;
+	struct event *timer;
+};
+int egress_accept(int lfd, struct egress_accept_pause *ap);
+void egress_accept_pause(struct egress_accept_pause *ap);
+/* Frees the timer (before the event base goes); the listeners are left as they are. */
+void egress_accept_pause_clear(struct egress_accept_pause *ap);
 
 #endif

@@ -1,15 +1,16 @@
 /*
  * egress.h: libegress, the client side of the fd-4 channel (SPEC "Sandbox path", fd 4).
  *
- * A workload inside egress-run holds fd 4 ($EGRESS_FD), a connected AF_UNIX SOCK_DGRAM
- * socket whose peer is egress-broker. egress_fd4_connect() asks the broker for host:port
+ * A workload inside egress-run holds fd 4 ($EGRESS_FD), a connected AF_UNIX SOCK_SEQPACKET
+ * socket whose peer is egress-broker (seqpacket, not datagram: a datagram socket could
+ * address any socket by its path, see sandbox/sandbox.c). egress_fd4_connect() asks the broker for host:port
  * and returns a connected stream obtained from egressd's native connector; the decision is
  * egressd's alone.
  *
  * Wire format (integers big-endian):
  *   request  "EGF1" | id u32 | timeout_ms u32 | port u16 | len u8 | host
  *            sent on chan, carrying in SCM_RIGHTS one end of a fresh
- *            socketpair(AF_UNIX, SOCK_DGRAM) made for the reply
+ *            socketpair(AF_UNIX, SOCK_SEQPACKET) made for the reply
  *   reply    "EGF1" | id u32 | code i32, on that reply socket only; on code 0 the
  *            connected stream comes with it in SCM_RIGHTS
  */

@@ -253,7 +253,6 @@ struct principal *principal_find(const char *name);
 const struct pin *principal_pin_get(struct principal *p, const char *name);
 void principal_pin_put(struct principal *p, const char *name, const struct addr *addrs,
     size_t n, uint32_t ttl);
-void principal_pause_accept(bool pause);
 /*
  * Past EGRESSD_DENY_BURST denials in a second, identical ones (reason, host, port) are
  * counted instead of written; returns true when this one was counted. The counts are

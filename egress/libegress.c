@@ -99,7 +99,7 @@ fd4_request(int chan, const char *host, size_t hostlen, uint16_t port, int timeo
 	req[14] = (uint8_t)hostlen;
 	memcpy(req + EGRESS_FD4_REQUEST_HEAD, host, hostlen);
 
-	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) == -1)
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) == -1)
 		return fail(EGRESS_ERR_SHUTDOWN, errno);
 	deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : FD4_DEFAULT_WAIT_MS);
 	n = egress_fdpass_send(chan, req, EGRESS_FD4_REQUEST_HEAD + hostlen, pair[1],

@@ -22,8 +22,9 @@
 #define PRINCIPAL_BACKLOG 128
 
 struct principal_list principals = TAILQ_HEAD_INITIALIZER(principals);
-static bool accept_paused;
-static struct event *accept_resume_ev;
+static void principal_listen(bool on, void *arg);
+/* Out of descriptors: every principal's listener pauses (common/accept.c). */
+static struct egress_accept_pause accept_pause = { .listen = principal_listen };
 
 static void principal_accept_cb(evutil_socket_t fd, short what, void *arg);
 static void principal_deny_flush(struct principal *p);
@@ -39,41 +40,27 @@ principal_find(const char *name)
 	return NULL;
 }
 
-static void
-accept_resume_cb(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	(void)arg;
-	principal_pause_accept(false);
-}
-
 /*
- * Out of descriptors: stop accepting for a second instead of spinning on EMFILE (the
- * listener stays readable), as relayd does.
+ * The pause's switch for all principals at once: one that runs out of descriptors runs
+ * out for all. A stopping egressd accepts nothing again.
  */
-void
-principal_pause_accept(bool pause)
+static void
+principal_listen(bool on, void *arg)
 {
 	struct principal *p;
 
-	if (pause == accept_paused || egressd_stopping)
+	(void)arg;
+	if (on && egressd_stopping)
 		return;
-	accept_paused = pause;
 	TAILQ_FOREACH(p, &principals, entry) {
-		if (pause)
-			event_del(p->ev_accept);
-		else
+		if (on)
 			event_add(p->ev_accept, NULL);
+		else
+			event_del(p->ev_accept);
 	}
-	if (pause) {
-		struct timeval tv = { 1, 0 };
-
-		if (accept_resume_ev == NULL)
-			accept_resume_ev = evtimer_new(egressd_base, accept_resume_cb, NULL);
-		evtimer_add(accept_resume_ev, &tv);
-		log_warn("event=accept-paused detail=\"out of descriptors, accepting again in 1s\"");
-	}
+	if (!on)
+		log_warn("event=accept-paused detail=\"out of descriptors, accepting again in "
+		    "%ds\"", EGRESS_ACCEPT_PAUSE_MS / 1000);
 }
 
 static void
@@ -83,11 +70,12 @@ principal_accept_cb(evutil_socket_t lfd, short what, void *arg)
 
 	(void)what;
 	for (int i = 0; i < 64; i++) {       /* bounded: other listeners get their turn */
-		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd;
 
-		if (fd == -1) {
+		accept_pause.base = egressd_base;
+		if ((fd = egress_accept(lfd, &accept_pause)) == -1) {
 			if (errno == EMFILE || errno == ENFILE)
-				principal_pause_accept(true);
+				;       /* paused (egress_accept) */
 			else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
 			    errno != ECONNABORTED)
 				log_warn("event=accept-error principal=%s error=%s", p->name,
@@ -141,7 +129,7 @@ principal_create(const char *name, const char *socket_path, const char *policy_f
 	}
 	p->ev_accept = event_new(egressd_base, p->fd, EV_READ | EV_PERSIST, principal_accept_cb,
 	    p);
-	if (!accept_paused)
+	if (!accept_pause.paused)
 		event_add(p->ev_accept, NULL);
 	TAILQ_INSERT_TAIL(&principals, p, entry);
 	log_info("event=principal-add principal=%s socket=%s dev_ino=%llu:%llu policy=%s "

@@ -187,7 +187,7 @@ launch_environment(const char *listen_spec, bool fd4)
 	launch_setenv("GIT_SSH_COMMAND", "ssh -o ProxyCommand='egress-connect %h %p'");
 }
 
-/* fd 4 counts when it is an AF_UNIX datagram socket (the broker's channel). */
+/* fd 4 counts when it is an AF_UNIX seqpacket socket (the broker's channel). */
 static bool
 launch_has_fd4(void)
 {
@@ -199,7 +199,7 @@ launch_has_fd4(void)
 		return false;
 	if (getsockopt(4, SOL_SOCKET, SO_TYPE, &type, &len) == -1)
 		return false;
-	return type == SOCK_DGRAM;
+	return type == SOCK_SEQPACKET;
 }
 
 int

@@ -710,29 +710,40 @@ high_fd(int fd)
 }
 
 /*
- * fd 4: a connected AF_UNIX datagram socketpair; egress-broker holds one end on the host
- * and answers each request with a stream from egressd's native connector; the sandbox
- * gets the other end as descriptor 4.
+ * fd 4: a connected AF_UNIX seqpacket socketpair (messages like datagrams, but a seqpacket
+ * socket cannot address another socket by its path: see sandbox/sandbox.c); egress-broker
+ * holds one end on the host and answers each request with a stream from egressd's native
+ * connector; the sandbox gets the other end as descriptor 4.
+ *
+ * The broker dies with egress-run: the child arms PR_SET_PDEATHSIG before exec (it
+ * survives the exec of egress-broker, which is not set-id) and then checks that its parent
+ * is still this process, since one that died before the signal was armed sends none. The
+ * broker gets that pid (--parent) to check it again after exec; reading getppid() only
+ * there would take init for the parent if egress-run died in between.
  */
 static void
 start_broker(void)
 {
-	char broker[PATH_MAX + 16], chan[16];
+	char broker[PATH_MAX + 16], chan[16], ppid[24];
+	pid_t self = getpid();
 	int bp[2];
 
 	need_program("egress-broker", broker, sizeof(broker));
-	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, bp) == -1)
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, bp) == -1)
 		setup_failed("socketpair: %s", strerror(errno));
 	bp[0] = high_fd(bp[0]);
 	bp[1] = high_fd(bp[1]);
 	if ((broker_pid = fork()) == -1)
 		setup_failed("fork: %s", strerror(errno));
 	if (broker_pid == 0) {
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) == -1 || getppid() != self)
+			_exit(RUN_EXIT_SETUP);
 		if (fcntl(bp[0], F_SETFD, 0) == -1)
 			_exit(RUN_EXIT_SETUP);
 		snprintf(chan, sizeof(chan), "%d", bp[0]);
-		execl(broker, "egress-broker", "--channel", chan, "--egress", sock, "--expect",
-		    devino, (char *)NULL);
+		snprintf(ppid, sizeof(ppid), "%ld", (long)self);
+		execl(broker, "egress-broker", "--channel", chan, "--parent", ppid, "--egress", sock,
+		    "--expect", devino, (char *)NULL);
 		_exit(RUN_EXIT_SETUP);
 	}
 	close(bp[0]);

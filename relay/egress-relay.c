@@ -5,6 +5,10 @@
  * connects through /proc/self/fd/N, so a path replaced or turned into a symlink later is
  * never followed; a start whose identity differs from --expect is refused.
  *
+ * Out of descriptors (EMFILE/ENFILE on accept, or on the principal socket's connect) it stops
+ * accepting for a second (common/accept.c, the same pause as egressd's) instead of spinning
+ * on a listener that stays readable.
+ *
  * Trusts: nothing its clients send (it only copies bytes, with bounded buffers and a fixed
  * number of slots), and the principal socket as pinned at start.
  */
@@ -57,6 +61,9 @@ static size_t buffer_max = RELAY_DEFAULT_BUFFER;
 static struct relay_conn *conns;
 static bool verbose;
 static uint8_t *scratch;                /* one read at a time, buffer_max bytes */
+static struct event *ev_accept;
+static void relay_listen_onoff(bool on, void *arg);
+static struct egress_accept_pause accept_pause = { .listen = relay_listen_onoff };
 
 static void __attribute__((noreturn))
 usage(const char *msg)
@@ -214,19 +221,29 @@ relay_connect_egress(void)
 }
 
 static void
+relay_listen_onoff(bool on, void *arg)
+{
+	(void)arg;
+	if (on) {
+		event_add(ev_accept, NULL);
+		return;
+	}
+	event_del(ev_accept);
+	fprintf(stderr, "egress-relay: out of descriptors, accepting again in %d ms\n",
+	    EGRESS_ACCEPT_PAUSE_MS);
+}
+
+static void
 relay_accept_cb(evutil_socket_t lfd, short what, void *arg)
 {
 	(void)what;
 	(void)arg;
 	for (int i = 0; i < 64; i++) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), efd, one = 1;
+		int fd = egress_accept(lfd, &accept_pause), efd, one = 1;
 		struct relay_conn *rc;
 
-		if (fd == -1) {
-			if (errno == EMFILE || errno == ENFILE)
-				fprintf(stderr, "egress-relay: out of descriptors\n");
-			return;
-		}
+		if (fd == -1)
+			return;         /* nothing queued, or paused (egress_accept) */
 		if (nconns >= max_conns) {
 			/* Over the slot limit: refused at once, never queued. */
 			if (verbose)
@@ -236,8 +253,15 @@ relay_accept_cb(evutil_socket_t lfd, short what, void *arg)
 			continue;
 		}
 		if ((efd = relay_connect_egress()) == -1) {
-			fprintf(stderr, "egress-relay: egress socket: %s\n", strerror(errno));
+			int e = errno;
+
 			close(fd);
+			if (e == EMFILE || e == ENFILE) {
+				/* accepted, but no descriptor for its other side: pause the same */
+				egress_accept_pause(&accept_pause);
+				return;
+			}
+			fprintf(stderr, "egress-relay: egress socket: %s\n", strerror(e));
 			continue;
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -388,7 +412,7 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *listen_spec = NULL, *egress = NULL, *expect = NULL;
-	struct event *ev_accept, *ev_term, *ev_int;
+	struct event *ev_term, *ev_int;
 	int ch, lfd, ready_fd = -1;
 	char *end;
 
@@ -432,6 +456,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "egress-relay: libevent: no event base\n");
 		return 1;
 	}
+	accept_pause.base = base;
 	ev_accept = event_new(base, lfd, EV_READ | EV_PERSIST, relay_accept_cb, NULL);
 	ev_term = evsignal_new(base, SIGTERM, relay_signal_cb, NULL);
 	ev_int = evsignal_new(base, SIGINT, relay_signal_cb, NULL);
@@ -452,6 +477,7 @@ main(int argc, char **argv)
 	event_base_dispatch(base);
 	while (conns != NULL)
 		relay_free(conns);
+	egress_accept_pause_clear(&accept_pause);
 	event_free(ev_accept);
 	event_free(ev_term);
 	event_free(ev_int);

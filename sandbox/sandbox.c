@@ -3,6 +3,26 @@
  * egress-relay. The filters are deny lists on top of an allowed default: the workload is
  * an arbitrary program, so what is closed is exactly what could open another way out
  * (other socket families, io_uring, namespaces, ptrace, terminal injection, other ABIs).
+ *
+ * AF_UNIX in the workload. socket() is AF_INET/AF_INET6 only, so the workload's AF_UNIX
+ * sockets are the ends of its socketpairs and fd 4. An AF_UNIX *datagram* socket, even one
+ * of a connected socketpair, sends to any datagram socket named by a path it can see
+ * (unix_dgram_sendmsg looks msg_name up whenever one is given; connect() re-targets it),
+ * and the current directory is the host's, read-write: a host process listening there
+ * would receive what the workload sends, past egressd. A filter cannot close that on
+ * datagram sockets: it sees neither an fd's family nor sendmsg's msg_name (behind a
+ * pointer), and sendmsg must stay (SCM_RIGHTS on fd 4, and any program's TCP or UDP);
+ * refusing sendto with an address would break resolvers and still leave sendmsg; seccomp
+ * user notification that checks and then continues is racy (another thread rewrites the
+ * msghdr or dup2s another socket onto the fd); Landlock scopes only abstract sockets (the
+ * sandbox's own network namespace already isolates those). What the kernel does hold is
+ * per socket type: a SOCK_STREAM or SOCK_SEQPACKET socketpair end is connected for good:
+ * a destination on send is refused (stream: EISCONN) or ignored (seqpacket), and connect()
+ * fails (EISCONN; EPROTOTYPE for another type). So the workload may make only those
+ * socketpairs (every other type, SOCK_RAW included, which AF_UNIX turns into a datagram
+ * socket, fails with ESOCKTNOSUPPORT), and fd 4 is a seqpacket socketpair (egress-run):
+ * messages with boundaries and SCM_RIGHTS as the fd-4 protocol needs, and no way to a path.
+ * tests/e2e/sandbox-unix.sh tries every one of these ways against listeners of the host.
  */
 #include "config.h"
 
@@ -186,6 +206,27 @@ sandbox_no_ns_no_tiocsti(scmp_filter_ctx ctx)
 	return sandbox_rule(ctx, SCMP_ACT_ERRNO(EPERM), "ioctl", 1, &cmp);
 }
 
+/*
+ * socketpair() only for SOCK_STREAM and SOCK_SEQPACKET (see the top of this file): every
+ * other type fails with ESOCKTNOSUPPORT. The kernel reads the type as an int and keeps its
+ * low four bits as the type (SOCK_TYPE_MASK), the rest being SOCK_NONBLOCK/SOCK_CLOEXEC or
+ * EINVAL; so do these rules, whatever the upper half of the argument holds.
+ */
+#define SANDBOX_SOCK_TYPE_MASK 0xf
+static int
+sandbox_socketpair_types(scmp_filter_ctx ctx)
+{
+	for (unsigned t = 0; t <= SANDBOX_SOCK_TYPE_MASK; t++) {
+		struct scmp_arg_cmp cmp = SCMP_A1(SCMP_CMP_MASKED_EQ, SANDBOX_SOCK_TYPE_MASK, t);
+
+		if (t == SOCK_STREAM || t == SOCK_SEQPACKET)
+			continue;
+		if (sandbox_rule(ctx, SCMP_ACT_ERRNO(ESOCKTNOSUPPORT), "socketpair", 1, &cmp) == -1)
+			return -1;
+	}
+	return 0;
+}
+
 int
 sandbox_workload_filter(bool log)
 {
@@ -202,7 +243,8 @@ sandbox_workload_filter(bool log)
 	if (sandbox_socket_families(ctx, inet, 2) == -1)
 		goto fail;
 	cmp = (struct scmp_arg_cmp)SCMP_A0(SCMP_CMP_NE, AF_UNIX);
-	if (sandbox_rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), "socketpair", 1, &cmp) == -1)
+	if (sandbox_rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), "socketpair", 1, &cmp) == -1 ||
+	    sandbox_socketpair_types(ctx) == -1)
 		goto fail;
 	if (sandbox_eperm(ctx, eperm, sizeof(eperm) / sizeof(eperm[0])) == -1 ||
 	    sandbox_no_ns_no_tiocsti(ctx) == -1)

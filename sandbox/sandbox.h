@@ -9,7 +9,9 @@
 
 /*
  * The workload filter of the SPEC: socket() only for AF_INET and AF_INET6 (others fail
- * with EAFNOSUPPORT), socketpair() only for AF_UNIX, io_uring_setup, ptrace,
+ * with EAFNOSUPPORT), socketpair() only for AF_UNIX (EAFNOSUPPORT) and only of types
+ * SOCK_STREAM and SOCK_SEQPACKET (ESOCKTNOSUPPORT: a datagram socket could send to any
+ * socket by its path), io_uring_setup, ptrace,
  * process_vm_readv/writev, pidfd_getfd, unshare, setns, clone with namespace flags and
  * ioctl TIOCSTI fail with EPERM, clone3 with ENOSYS (its flags cannot be inspected; libc
  * falls back to clone), and a syscall of any ABI but the native one kills the process.

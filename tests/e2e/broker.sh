@@ -1,6 +1,6 @@
 #!/bin/sh
 # egress-broker end to end (the fd-4 channel): a python driver holds the workload's end of
-# the AF_UNIX SOCK_DGRAM socketpair and egress-broker the other, towards a real egressd's
+# the AF_UNIX SOCK_SEQPACKET socketpair and egress-broker the other, towards a real egressd's
 # principal socket. An allowed host gives code 0 and a working stream; a refusal gives
 # egressd's code; bad datagrams get malformed-request where there is a reply socket and
 # never stop the broker; two requests sent without reading are both answered, in order; a
@@ -38,7 +38,7 @@ def res(k, v):
     out.write("%s %s\n" % (k, v))
     out.flush()
 
-a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 err = open("broker.err", "w")
 p = subprocess.Popen([broker, "--channel", str(b.fileno()), "--egress", sock],
                      pass_fds=[b.fileno()], stderr=err)
@@ -51,7 +51,7 @@ def dgram(host, port, rid=1, tmo=5000, magic=b"EGF1", hostlen=None):
 
 def send(data, nfds=1, extra=None):
     """Sends data with a fresh reply socket (nfds 1), none (0) or reply + extra (2)."""
-    r1, r2 = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    r1, r2 = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     fds = []
     if nfds >= 1:
         fds.append(r2.fileno())
@@ -164,7 +164,7 @@ code, rid, fds = request(dgram("n.e2e.test", echo, rid=10))
 res("after-bad", "%s %s" % (code, echo_through(fds[0]) if fds else "none"))
 
 # two requests without reading: one reply socket for both, answers in request order
-r1, r2 = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+r1, r2 = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 for rid, host in ((100, "n.e2e.test"), (101, "other.e2e.test")):
     a.sendmsg([dgram(host, echo, rid=rid)],
               [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [r2.fileno()]))])
@@ -252,7 +252,7 @@ expect_eq "egress-connect over EGRESS_RELAY: echo" "0 hello over egress-connect"
     "$(r connect-relay)"
 expect_eq "egress-connect over EGRESS_RELAY: refusal, exit 1 and the reason" \
     "1 egress-connect: bad.e2e.test:$ECHO: denied-by-rule" "$(r connect-relay-refused)"
-expect_eq "EGRESS_FD not a datagram socket: the relay is used" \
+expect_eq "EGRESS_FD not a seqpacket socket: the relay is used" \
     "0 hello over egress-connect" "$(r connect-fallback)"
 expect_eq "descriptor count unchanged at the end" same "$(r fds-end)"
 expect_eq "the broker exits 0 on SIGTERM" 0 "$(r term)"
@@ -263,10 +263,10 @@ EGRESS_RELAY= "$CONNECT" n.e2e.test 0 >/dev/null 2>&1
 expect_eq "egress-connect port 0: exit 2" 2 "$?"
 "$BROKER" --channel 0 --egress "$S" --expect 0:0 </dev/null >/dev/null 2>broker-expect.err
 rc=$?
-expect_eq "egress-broker refuses a channel that is not a datagram socket: exit 2" 2 "$rc"
+expect_eq "egress-broker refuses a channel that is not a seqpacket socket: exit 2" 2 "$rc"
 "$E2E_PY" -c '
 import socket, subprocess, sys
-a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 sys.exit(subprocess.call([sys.argv[1], "--channel", str(b.fileno()), "--egress", sys.argv[2],
     "--expect", "0:0"], pass_fds=[b.fileno()], stderr=subprocess.DEVNULL))' "$BROKER" "$S"
 expect_eq "egress-broker refuses a principal socket that is not the expected one: exit 1" \
@@ -276,11 +276,11 @@ ST=$(stat -c '%d:%i' "$S")
 # a guessed delay", which a slow start would pass without having checked anything.
 "$E2E_PY" -c '
 import array, socket, struct, subprocess, sys
-a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 p = subprocess.Popen([sys.argv[1], "--channel", str(b.fileno()), "--egress", sys.argv[2],
     "--expect", sys.argv[3]], pass_fds=[b.fileno()])
 b.close()
-r1, r2 = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+r1, r2 = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 h = b"n.e2e.test"
 a.sendmsg([b"EGF1" + struct.pack(">IIHB", 5, 5000, int(sys.argv[4]), len(h)) + h],
           [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [r2.fileno()]))])
@@ -300,7 +300,7 @@ expect_eq "egress-broker starts with the right --expect, exits 0 on SIGTERM" "up
 # PR_SET_PDEATHSIG: the broker goes with the process that started it (egress-run)
 "$E2E_PY" -c '
 import os, socket, subprocess, sys
-a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 p = subprocess.Popen([sys.argv[1], "--channel", str(b.fileno()), "--egress", sys.argv[2]],
     pass_fds=[b.fileno()])
 print(p.pid, flush=True)
