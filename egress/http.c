@@ -1,8 +1,9 @@
 /*
  * http.c: the HTTP/1.1 frontend of egressd. It parses one request head (CONNECT
  * host:port, or an absolute-form http:// request that egressd forwards once), writes the
- * head sent upstream for the latter, writes error responses, and scans a chunked body to
- * find where exactly that one request ends.
+ * head sent upstream for the latter, writes error responses, and frames that one
+ * request's body (none, Content-Length, or chunked) to find where exactly it ends: the
+ * framing alone decides which client bytes after the head go upstream.
  *
  * Trusts nothing it reads: every byte comes from the confined workload. The parser is a
  * pure function over (buf, len) that the daemon calls again with more bytes; it never
@@ -785,10 +786,13 @@ enum {
 /* A chunk size stays below 2^63: one more hex digit past this would exceed it. */
 #define HTTP_CHUNK_SIZE_SHIFT_MAX (HTTP_LENGTH_MAX >> 4)
 
+/* The byte at buf[at] broke the framing: what came before it was a valid body so far. */
 static enum proto_status
-http_chunked_fail(struct http_chunked *c, struct proto_error *err, const char *why)
+http_chunked_fail(struct http_chunked *c, struct proto_error *err, size_t *consumed, size_t at,
+    const char *why)
 {
 	c->state = CH_ERROR;
+	*consumed = at;
 	return http_bad(err, why);
 }
 
@@ -803,6 +807,9 @@ http_hex(uint8_t b)
 		return b - 'A' + 10;
 	return -1;
 }
+
+/* Inside http_chunked_scan: buf[i - 1] is the offending byte. */
+#define CH_FAIL(why) http_chunked_fail(c, err, consumed, i - 1, (why))
 
 enum proto_status
 http_chunked_scan(struct http_chunked *c, const uint8_t *buf, size_t len, size_t *consumed,
@@ -837,7 +844,7 @@ http_chunked_scan(struct http_chunked *c, const uint8_t *buf, size_t len, size_t
 		case CH_EXT:
 		case CH_SIZE_LF:
 			if (++c->line > EGRESS_HTTP_CHUNK_LINE_MAX)
-				return http_chunked_fail(c, err,
+				return CH_FAIL(
 				    "chunk-size line longer than EGRESS_HTTP_CHUNK_LINE_MAX");
 			break;
 		case CH_TRAILER:
@@ -847,7 +854,7 @@ http_chunked_scan(struct http_chunked *c, const uint8_t *buf, size_t len, size_t
 		case CH_END_LF:
 			/* in the trailer section left counts its bytes */
 			if (++c->left > HTTP_TRAILER_MAX)
-				return http_chunked_fail(c, err, "trailer section too large");
+				return CH_FAIL("trailer section too large");
 			break;
 		default:
 			break;
@@ -856,12 +863,12 @@ http_chunked_scan(struct http_chunked *c, const uint8_t *buf, size_t len, size_t
 		case CH_SIZE:
 			if ((d = http_hex(b)) != -1) {
 				if (c->left > HTTP_CHUNK_SIZE_SHIFT_MAX)
-					return http_chunked_fail(c, err, "chunk size too large");
+					return CH_FAIL("chunk size too large");
 				c->left = c->left << 4 | (uint64_t)d;
 				break;
 			}
 			if (c->line == 1)
-				return http_chunked_fail(c, err, "chunk size is not hexadecimal");
+				return CH_FAIL("chunk size is not hexadecimal");
 			if (http_ows(b))
 				c->state = CH_SIZE_WS;
 			else if (b == ';')
@@ -869,74 +876,116 @@ http_chunked_scan(struct http_chunked *c, const uint8_t *buf, size_t len, size_t
 			else if (b == '\r')
 				c->state = CH_SIZE_LF;
 			else
-				return http_chunked_fail(c, err, "chunk size is not hexadecimal");
+				return CH_FAIL("chunk size is not hexadecimal");
 			break;
 		case CH_SIZE_WS:
 			if (b == ';')
 				c->state = CH_EXT;
 			else if (!http_ows(b))
-				return http_chunked_fail(c, err, "whitespace after a chunk size");
+				return CH_FAIL("whitespace after a chunk size");
 			break;
 		case CH_EXT:
 			if (b == '\r')
 				c->state = CH_SIZE_LF;
 			else if (!http_value_char(b))
-				return http_chunked_fail(c, err, "control byte in a chunk extension");
+				return CH_FAIL("control byte in a chunk extension");
 			break;
 		case CH_SIZE_LF:
 			if (b != '\n')
-				return http_chunked_fail(c, err, "bare CR in a chunk-size line");
+				return CH_FAIL("bare CR in a chunk-size line");
 			c->line = 0;
 			c->state = c->left == 0 ? CH_TRAILER : CH_DATA;
 			break;
 		case CH_DATA_CR:
 			if (b != '\r')
-				return http_chunked_fail(c, err, "chunk data not followed by CRLF");
+				return CH_FAIL("chunk data not followed by CRLF");
 			c->state = CH_DATA_LF;
 			break;
 		case CH_DATA_LF:
 			if (b != '\n')
-				return http_chunked_fail(c, err, "chunk data not followed by CRLF");
+				return CH_FAIL("chunk data not followed by CRLF");
 			c->state = CH_SIZE;
 			break;
 		case CH_TRAILER:
 			if (b == '\r')
 				c->state = CH_END_LF;
 			else if (http_ows(b))
-				return http_chunked_fail(c, err, "obs-fold in the trailer section");
+				return CH_FAIL("obs-fold in the trailer section");
 			else if (http_tchar(b))
 				c->state = CH_TRAILER_NAME;
 			else
-				return http_chunked_fail(c, err, "trailer field name is not a token");
+				return CH_FAIL("trailer field name is not a token");
 			break;
 		case CH_TRAILER_NAME:
 			if (b == ':')
 				c->state = CH_TRAILER_VALUE;
 			else if (!http_tchar(b))
-				return http_chunked_fail(c, err, "trailer field name is not a token");
+				return CH_FAIL("trailer field name is not a token");
 			break;
 		case CH_TRAILER_VALUE:
 			if (b == '\r')
 				c->state = CH_TRAILER_LF;
 			else if (!http_value_char(b))
-				return http_chunked_fail(c, err, "control byte in a trailer field");
+				return CH_FAIL("control byte in a trailer field");
 			break;
 		case CH_TRAILER_LF:
 			if (b != '\n')
-				return http_chunked_fail(c, err, "bare CR in the trailer section");
+				return CH_FAIL("bare CR in the trailer section");
 			c->state = CH_TRAILER;
 			break;
 		case CH_END_LF:
 			if (b != '\n')
-				return http_chunked_fail(c, err, "bare CR after the last chunk");
+				return CH_FAIL("bare CR after the last chunk");
 			c->state = CH_DONE;
 			c->done = true;
 			*consumed = i;
 			return PROTO_OK;
 		default:
-			return http_chunked_fail(c, err, "chunked scanner in an unknown state");
+			return CH_FAIL("chunked scanner in an unknown state");
 		}
 	}
 	*consumed = len;
 	return PROTO_NEED_MORE;
+}
+#undef CH_FAIL
+
+/* --- the forwarded body -------------------------------------------------------------- */
+
+void
+http_framing_start(struct http_framing *f, enum http_body body, uint64_t content_length)
+{
+	memset(f, 0, sizeof(*f));
+	f->body = body;
+	f->left = body == HTTP_BODY_LENGTH ? content_length : 0;
+	f->status = body == HTTP_BODY_NONE ||
+	    (body == HTTP_BODY_LENGTH && content_length == 0) ? PROTO_OK : PROTO_NEED_MORE;
+}
+
+enum proto_status
+http_framing_take(struct http_framing *f, const uint8_t *buf, size_t len, size_t *taken,
+    struct proto_error *err)
+{
+	*taken = 0;
+	memset(err, 0, sizeof(*err));
+	if (f->status == PROTO_OK)
+		return PROTO_OK;
+	if (f->status == PROTO_ERROR)
+		return http_bad(err, "body framing already refused");
+	switch (f->body) {
+	case HTTP_BODY_LENGTH:
+		/* The count goes down as bytes pass: a body split over reads ends where it
+		 * ends, and what follows it is never part of it. */
+		*taken = (uint64_t)len < f->left ? len : (size_t)f->left;
+		f->left -= *taken;
+		if (f->left == 0)
+			f->status = PROTO_OK;
+		break;
+	case HTTP_BODY_CHUNKED:
+		f->status = http_chunked_scan(&f->chunked, buf, len, taken, err);
+		break;
+	default:
+		f->status = PROTO_OK;
+		break;
+	}
+	return f->status;
 }

@@ -109,10 +109,35 @@ struct http_chunked {
 /*
  * Scans len more bytes of a chunked body. Returns OK when the body (last chunk and
  * trailers) ended, *consumed being the bytes of buf that belong to it; NEED_MORE when all
- * of buf belongs to it and more is needed; ERROR for malformed framing.
+ * of buf belongs to it and more is needed; ERROR for malformed framing, *consumed being
+ * the bytes of buf before the offending one (0 once the error is known).
  */
 enum proto_status http_chunked_scan(struct http_chunked *c, const uint8_t *buf, size_t len,
     size_t *consumed, struct proto_error *err);
+
+/*
+ * The body of the one request egressd forwards, framed by what its head said: nothing,
+ * Content-Length or chunked (http_chunked_scan). It decides which client bytes go
+ * upstream; everything after the body is never forwarded. Start it with
+ * http_framing_start, then feed it every client byte after the head exactly once, in
+ * order, however they are split.
+ */
+struct http_framing {
+	enum http_body body;
+	uint64_t left;               /* Content-Length: body bytes still to come */
+	struct http_chunked chunked;
+	enum proto_status status;    /* NEED_MORE until the body ended (OK) or broke (ERROR) */
+};
+void http_framing_start(struct http_framing *f, enum http_body body, uint64_t content_length);
+/*
+ * Takes len more client bytes. NEED_MORE: all of them belong to the body (*taken == len)
+ * and more is to come. OK: the body is complete; its last *taken bytes were the first of
+ * buf, the rest is not part of it (and every later call takes 0 and answers OK). ERROR:
+ * malformed chunked framing; *taken bytes came before the offending one (0 on later
+ * calls). Whatever the split, the totals taken and the final answer are the same.
+ */
+enum proto_status http_framing_take(struct http_framing *f, const uint8_t *buf, size_t len,
+    size_t *taken, struct proto_error *err);
 
 /* --- socks.c ------------------------------------------------------------------------- */
 
