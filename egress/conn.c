@@ -97,6 +97,8 @@ struct conn {
 	int64_t last_activity;       /* CLOCK_MONOTONIC ms */
 	bool c_eof, u_eof, c_shut, u_shut;
 	const char *first_eof;
+	/* HTTP: the head as it arrives, parsed where the last read stopped. */
+	struct conn_http *http;
 	/* HTTP forwarding: the head to send upstream, then exactly one body, every client
 	 * byte after the head fed once to the framing that says where the body ends. */
 	uint8_t *fwd_head;
@@ -108,6 +110,12 @@ struct conn {
 	/* SNI guard: allocated while it inspects, freed when it ends. */
 	struct conn_guard *guard;
 	char *sni;                   /* the server_name of the first ClientHello */
+};
+
+/* A request head being received: the parser's state and the request it fills. */
+struct conn_http {
+	struct http_head head;
+	struct http_request req;
 };
 
 /* The client bytes a guard may hold: one ClientHello and its record headers. */
@@ -1322,19 +1330,26 @@ conn_http(struct conn *c, struct evbuffer *in)
 	size_t len = evbuffer_get_length(in);
 	size_t want = len > EGRESS_HTTP_HEAD_MAX + 1 ? EGRESS_HTTP_HEAD_MAX + 1 : len;
 	uint8_t *data = evbuffer_pullup(in, (ev_ssize_t)want);
-	struct http_request *req = xmalloc(sizeof(*req));
+	struct http_request *req;
 	struct proto_error err;
 	enum proto_status st;
 
+	/*
+	 * The parse resumes where the last read stopped: a head that arrives a byte at a time
+	 * costs linear work. Its state lives until the head is complete or refused.
+	 */
+	if (c->http == NULL)
+		c->http = xcalloc(1, sizeof(*c->http));
+	req = &c->http->req;
 	memset(&err, 0, sizeof(err));
-	c->fe = conn_http_frontend(data, want);
-	st = http_parse_request(data, want, req, &err);
-	if (st == PROTO_NEED_MORE) {
-		free(req);
+	st = http_head_parse(&c->http->head, data, want, req, &err);
+	/* Named from the request line's start: the empty lines before it are behind us. */
+	c->fe = conn_http_frontend(data + c->http->head.start, want - c->http->head.start);
+	if (st == PROTO_NEED_MORE)
 		return;
-	}
 	if (st == PROTO_ERROR) {
-		free(req);
+		free(c->http);
+		c->http = NULL;
 		conn_error_port(c, &err);
 		conn_deny(c, err.reason, err.why, err.raw, err.raw_len, err.http_status, -1);
 		return;
@@ -1350,14 +1365,16 @@ conn_http(struct conn *c, struct evbuffer *in)
 		c->fwd_head_len = http_forward_head(req, c->fwd_head, cap);
 		http_framing_start(&c->framing, req->body, req->content_length);
 		if (c->fwd_head_len == 0) {
-			free(req);
+			free(c->http);
+			c->http = NULL;
 			conn_deny(c, EGRESS_MALFORMED_REQUEST, "request head too large to forward",
 			    NULL, 0, 431, -1);
 			return;
 		}
 	}
 	evbuffer_drain(in, req->head_len);
-	free(req);
+	free(c->http);
+	c->http = NULL;
 	conn_decide(c);
 }
 
@@ -1635,6 +1652,7 @@ conn_free(struct conn *c)
 	if (c->ubev != NULL)
 		bufferevent_free(c->ubev);
 	free(c->fwd_head);
+	free(c->http);
 	free(c->guard);
 	free(c->sni);
 	if (conn_guard_pending == c)

@@ -37,6 +37,10 @@
  *  - The request line is checked while it is still incomplete, as far as the method:
  *    a client that speaks TLS or another binary protocol to the proxy is refused at its
  *    first byte instead of holding a connection until the head limit or the timeout.
+ *  - A head that arrives in pieces is parsed where the last piece stopped
+ *    (http_head_parse): each byte is looked at a bounded number of times, every line is
+ *    judged once when it is complete, and the answer for each prefix is the one-shot
+ *    parser's, early refusals (431, the method check) included.
  *  - Content-Length is digits only; identical duplicates are accepted (RFC 9110 s8.6)
  *    and forwarded once.
  */
@@ -145,52 +149,70 @@ http_unsupported(struct proto_error *err, const char *why)
 /* --- lines --------------------------------------------------------------------------- */
 
 /*
- * The next line of buf[off..lim): 1 with *end at its CR, 0 when it is not complete
- * within lim, -1 with *why for a bare LF or a bare CR.
+ * The next line end in buf[from..lim), from being where an earlier search stopped (the
+ * bytes before it hold no CR or LF): 1 with *end at its CR; 0 when the line is not
+ * complete within lim, *from then being where to resume (a CR at lim - 1 is looked at
+ * again, its LF may come next); -1 with *why for a bare LF or a bare CR. *examined counts
+ * the bytes looked at.
  */
 static int
-http_next_line(const uint8_t *buf, size_t off, size_t lim, size_t *end, const char **why)
+http_next_line(const uint8_t *buf, size_t *from, size_t lim, size_t *end, const char **why,
+    uint64_t *examined)
 {
 	size_t i;
 
-	for (i = off; i < lim; i++) {
+	for (i = *from; i < lim; i++) {
+		(*examined)++;
 		if (buf[i] == '\n') {
 			*why = "bare LF line ending (lines end in CRLF)";
 			return -1;
 		}
 		if (buf[i] != '\r')
 			continue;
-		if (i + 1 >= lim)
+		if (i + 1 >= lim) {
+			*from = i;
 			return 0;
+		}
 		if (buf[i + 1] != '\n') {
 			*why = "bare CR";
 			return -1;
 		}
 		*end = i;
+		*from = i + 2;
 		return 1;
 	}
+	*from = i;
 	return 0;
 }
 
 /*
  * The request line is not complete yet: refuse now if its method already cannot be one,
- * so that binary protocols are answered at once. p[0..n) is what has arrived of it.
+ * so that binary protocols are answered at once. p[0..n) is what has arrived of it; the
+ * method's first h->method bytes were checked by an earlier call, so each byte is looked
+ * at once and at most EGRESS_HTTP_METHOD_MAX + 1 of them in all.
  */
 static enum proto_status
-http_partial_request_line(const uint8_t *p, size_t n, struct proto_error *err)
+http_partial_request_line(struct http_head *h, const uint8_t *p, size_t n,
+    struct proto_error *err)
 {
 	size_t i;
 
 	if (n == 1 && p[0] == '\r')
 		return PROTO_NEED_MORE;         /* a leading empty line, not yet complete */
-	for (i = 0; i < n && p[i] != ' '; i++) {
+	for (i = h->method; i < n && !h->method_done; i++) {
+		h->examined++;
+		if (p[i] == ' ') {
+			if (i == 0)
+				return http_bad(err, "request line starts with a space");
+			h->method_done = true;
+			break;
+		}
 		if (i >= EGRESS_HTTP_METHOD_MAX)
 			return http_bad(err, "method longer than EGRESS_HTTP_METHOD_MAX");
 		if (!http_tchar(p[i]))
 			return http_bad(err, "not an HTTP request (method is not a token)");
 	}
-	if (i == 0 && n > 0)
-		return http_bad(err, "request line starts with a space");
+	h->method = i;
 	return PROTO_NEED_MORE;
 }
 
@@ -402,17 +424,6 @@ http_request_line(const uint8_t *p, size_t n, struct http_request *req,
 
 /* --- header lines -------------------------------------------------------------------- */
 
-/* What the header lines said so far about Host, credentials and body framing. */
-struct http_seen {
-	unsigned host;
-	unsigned proxy_auth;
-	bool length;
-	bool te;
-	unsigned te_chunked;         /* times "chunked" appeared */
-	bool te_chunked_last;        /* ... and it is the last coding so far */
-	bool te_coding;              /* at least one coding */
-};
-
 static enum proto_status
 http_content_length(const uint8_t *v, size_t n, struct http_request *req,
     struct http_seen *seen, struct proto_error *err)
@@ -547,51 +558,84 @@ enum proto_status
 http_parse_request(const uint8_t *buf, size_t len, struct http_request *req,
     struct proto_error *err)
 {
+	struct http_head h;
+
+	memset(&h, 0, sizeof(h));
+	return http_head_parse(&h, buf, len, req, err);
+}
+
+enum proto_status
+http_head_parse(struct http_head *h, const uint8_t *buf, size_t len, struct http_request *req,
+    struct proto_error *err)
+{
 	/* Nothing beyond the head limit is ever looked at. */
 	size_t lim = len < EGRESS_HTTP_HEAD_MAX ? len : EGRESS_HTTP_HEAD_MAX;
-	size_t off = 0, end = 0;
-	struct http_seen seen;
+	size_t end = 0;
 	const char *why = NULL;
 	enum proto_status r;
 	int l;
 
-	memset(req, 0, sizeof(*req));
+	if (!h->resumed)
+		memset(req, 0, sizeof(*req));
 	memset(err, 0, sizeof(*err));
-	memset(&seen, 0, sizeof(seen));
 
 	/* Leading empty lines are skipped (RFC 9112 s2.2); they count toward the limit. */
-	for (;;) {
-		if ((l = http_next_line(buf, off, lim, &end, &why)) == -1)
+	while (!h->request_line) {
+		if ((l = http_next_line(buf, &h->scan, lim, &end, &why, &h->examined)) == -1)
 			return http_bad(err, why);
 		if (l == 0) {
-			r = http_partial_request_line(buf + off, lim - off, err);
-			return r == PROTO_ERROR ? r : http_incomplete(len, err);
+			h->start = h->off;
+			r = http_partial_request_line(h, buf + h->off, lim - h->off, err);
+			if (r == PROTO_ERROR || (r = http_incomplete(len, err)) == PROTO_ERROR)
+				return r;
+			h->resumed = true;
+			return r;
 		}
-		if (end > off)
-			break;
-		off = end + 2;
+		if (end > h->off) {
+			h->start = h->off;
+			h->examined += end - h->off;
+			r = http_request_line(buf + h->off, end - h->off, req, err);
+			if (r != PROTO_OK)
+				return r;
+			h->request_line = true;
+		}
+		h->off = end + 2;
 	}
-	if ((r = http_request_line(buf + off, end - off, req, err)) != PROTO_OK)
-		return r;
-	off = end + 2;
 
 	/* Header lines, each bounded by the head limit, at most EGRESS_HTTP_HEADERS_MAX. */
 	for (;;) {
-		if ((l = http_next_line(buf, off, lim, &end, &why)) == -1)
+		if ((l = http_next_line(buf, &h->scan, lim, &end, &why, &h->examined)) == -1)
 			return http_bad(err, why);
-		if (l == 0)
-			return http_incomplete(len, err);
-		if (end == off)
+		if (l == 0) {
+			if ((r = http_incomplete(len, err)) == PROTO_NEED_MORE)
+				h->resumed = true;
+			return r;
+		}
+		if (end == h->off)
 			break;
 		if (req->nheaders == EGRESS_HTTP_HEADERS_MAX)
 			return http_fail(err, 431, EGRESS_MALFORMED_REQUEST,
 			    "more than EGRESS_HTTP_HEADERS_MAX header lines");
-		if ((r = http_header_line(buf + off, end - off, req, &seen, err)) != PROTO_OK)
+		h->examined += end - h->off;
+		if ((r = http_header_line(buf + h->off, end - h->off, req, &h->seen, err)) !=
+		    PROTO_OK)
 			return r;
-		off = end + 2;
+		h->off = end + 2;
+	}
+	if (h->resumed) {
+		/*
+		 * Lines parsed by earlier calls point into where buf was then: the complete
+		 * head, at most EGRESS_HTTP_HEAD_MAX bytes, is parsed whole once more here.
+		 */
+		struct http_head again;
+
+		memset(&again, 0, sizeof(again));
+		r = http_head_parse(&again, buf, end + 2, req, err);
+		h->examined += again.examined;
+		return r;
 	}
 	req->head_len = end + 2;
-	return http_head_done(req, &seen, err);
+	return http_head_done(req, &h->seen, err);
 }
 
 /* --- the head sent upstream ---------------------------------------------------------- */

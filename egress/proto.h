@@ -85,6 +85,45 @@ struct http_request {
 enum proto_status http_parse_request(const uint8_t *buf, size_t len, struct http_request *req,
     struct proto_error *err);
 
+/* What the header lines said so far about Host, credentials and body framing (internal). */
+struct http_seen {
+	unsigned host;
+	unsigned proxy_auth;
+	bool length;
+	bool te;
+	unsigned te_chunked;         /* times "chunked" appeared */
+	bool te_chunked_last;        /* ... and it is the last coding so far */
+	bool te_coding;              /* at least one coding */
+};
+
+/*
+ * A request head parsed as it arrives: each call looks only at the bytes that came since
+ * the last one (and the CR before them), so a head sent a byte at a time costs linear
+ * work, not quadratic. Zero it before the first call. Fields are internal but for
+ * examined (tests assert that the work is linear) and start (where the request line
+ * begins, after any empty lines).
+ */
+struct http_head {
+	size_t off;                  /* start of the first line not parsed yet */
+	size_t scan;                 /* where the search for that line's end resumes */
+	size_t start;                /* start of the request line */
+	size_t method;               /* bytes of a partial request line's method checked */
+	bool method_done;            /* ... up to its space */
+	bool request_line;           /* parsed: header lines follow */
+	bool resumed;                /* an earlier call answered NEED_MORE */
+	struct http_seen seen;
+	uint64_t examined;           /* bytes looked at, over all calls */
+};
+/*
+ * http_parse_request, resumed: buf holds every byte of the previous call (it may have
+ * moved) and perhaps more, and req is the same struct each time (it carries what the
+ * request line said). The answer for each buf is exactly http_parse_request's. Once the
+ * head is complete it is parsed whole once more, so that OK leaves req pointing into
+ * this call's buf. After OK or ERROR the state is spent: zero it for another request.
+ */
+enum proto_status http_head_parse(struct http_head *h, const uint8_t *buf, size_t len,
+    struct http_request *req, struct proto_error *err);
+
 /*
  * Writes the head egressd sends upstream for a HTTP_FORWARD request: the request line in
  * origin form as HTTP/1.1, Host set to the target, the client's headers without hop-by-hop
