@@ -1,8 +1,9 @@
 #!/bin/sh
 # egressd end to end: the frontends with real clients. curl through HTTP CONNECT (https to
 # openssl s_server, proxytunnel to http, HTTP/1.0, IPv6 literal), absolute-form GET and
-# POST (Content-Length and chunked bodies, exactly one request forwarded, hop-by-hop and
-# Proxy-* headers removed), SOCKS5 (TCP bridge and curl's unix-socket form, RFC 1929
+# POST (Content-Length and chunked bodies, also sent in pieces and a byte per write with a
+# smuggled request behind them, exactly one request forwarded, a broken chunked body closing
+# the forward, hop-by-hop and Proxy-* headers removed), SOCKS5 (TCP bridge and curl's unix-socket form, RFC 1929
 # credentials), SOCKS4a and SOCKS4; requests split byte by byte or coalesced with their
 # payload; and the receipt of each.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/e2e/lib.sh"
@@ -200,6 +201,18 @@ web POST /ch2 9" "$out"
 	    "/ch2 chunked 9 $chsum 0 " "$(tail -n 1 web.log | py_field target framing body_len body_sha256 extra extra_text)"
 	expect_eq "chunked body in pieces ($mode): one request upstream" 1 "$(wc -l < web.log | tr -d ' ')"
 done
+
+# A chunked body whose framing breaks ends the forward: closed, nothing more upstream.
+m=$(rcpt_mark)
+: > web.log
+out=$(py raw "$SOCK" --http --timeout 10 --data "${chhead}5\r\nhelloX\r\n0\r\n\r\n$SMUGGLED")
+expect_eq "broken chunked framing: the connection closes without an answer" "none - closed" "$out"
+expect_eq "broken chunked framing: close receipt says malformed-request" "close malformed-request http-forward" \
+    "$(rcpt --skip "$m" --where event=close --wait 10 --fields event,reason,frontend)"
+wait_for -s web.log
+# (the head may not even have left egressd yet: it is cut with the body)
+expect_match "broken chunked framing: the upstream never saw a complete request" "^eof in (head|body)$" \
+    "$(tail -n 1 web.log | py_field error)"
 
 # --- SOCKS ----------------------------------------------------------------------------------
 m=$(rcpt_mark)
