@@ -97,19 +97,25 @@ struct conn {
 	int64_t last_activity;       /* CLOCK_MONOTONIC ms */
 	bool c_eof, u_eof, c_shut, u_shut;
 	const char *first_eof;
-	/* HTTP forwarding: the head to send upstream, then exactly one body. */
+	/* HTTP: the head as it arrives, parsed where the last read stopped. */
+	struct conn_http *http;
+	/* HTTP forwarding: the head to send upstream, then exactly one body, every client
+	 * byte after the head fed once to the framing that says where the body ends. */
 	uint8_t *fwd_head;
 	size_t fwd_head_len;
-	enum http_body body;
-	uint64_t body_left;
-	struct http_chunked chunked;
-	bool body_done;
+	struct http_framing framing;
 	/* The fast relay: our own reads, 64 KiB at a time, written through when the
 	 * other side's output is empty (CONNECT and SOCKS tunnels, once the guard is done). */
 	struct event *fast[2];       /* read events: [0] client, [1] upstream */
 	/* SNI guard: allocated while it inspects, freed when it ends. */
 	struct conn_guard *guard;
 	char *sni;                   /* the server_name of the first ClientHello */
+};
+
+/* A request head being received: the parser's state and the request it fills. */
+struct conn_http {
+	struct http_head head;
+	struct http_request req;
 };
 
 /* The client bytes a guard may hold: one ClientHello and its record headers. */
@@ -383,40 +389,46 @@ conn_propagate_eof(struct conn *c)
 	conn_maybe_finish(c);
 }
 
-/* How many client bytes still belong to the forwarded request's body. */
-static size_t
-conn_forward_allowance(struct conn *c, struct evbuffer *in)
+/* The forwarded request's body has ended (or broke): no client byte goes up any more. */
+static bool
+conn_forward_done(const struct conn *c)
 {
-	size_t avail = evbuffer_get_length(in), consumed = 0;
-	struct proto_error err;
-	uint8_t *data;
+	return c->fe == FE_HTTP_FORWARD && c->framing.status != PROTO_NEED_MORE;
+}
 
-	if (c->body_done)
-		return 0;
-	switch (c->body) {
-	case HTTP_BODY_NONE:
-		c->body_done = true;
-		return 0;
-	case HTTP_BODY_LENGTH:
-		if (c->body_left <= avail) {
-			c->body_done = true;
-			return (size_t)c->body_left;
-		}
-		return avail;
-	case HTTP_BODY_CHUNKED:
-		data = evbuffer_pullup(in, (ev_ssize_t)avail);
-		switch (http_chunked_scan(&c->chunked, data, avail, &consumed, &err)) {
-		case PROTO_OK:
-			c->body_done = true;
-			return consumed;
-		case PROTO_NEED_MORE:
-			return avail;
-		default:
-			c->body_done = true;
-			return 0;
+/* Extents of the client's input handed to the framing per evbuffer_peek. */
+#define CONN_FORWARD_IOV 8
+
+/*
+ * Feeds the n bytes at the start of in to the body framing; *n becomes how many of them
+ * belong to the body. No byte in `in` was fed before: the caller moves the *n taken and,
+ * once the body ended, drains the rest. The bytes are read in place, never copied.
+ */
+static enum proto_status
+conn_forward_take(struct conn *c, struct evbuffer *in, size_t *n, struct proto_error *err)
+{
+	struct evbuffer_iovec v[CONN_FORWARD_IOV];
+	struct evbuffer_ptr pos;
+	enum proto_status st = c->framing.status;
+	size_t avail = *n, total = 0, len, taken;
+	int k, i;
+
+	memset(err, 0, sizeof(*err));
+	/* Each pass takes at least one byte or ends: at most avail passes. */
+	while (total < avail && st == PROTO_NEED_MORE) {
+		if (evbuffer_ptr_set(in, &pos, total, EVBUFFER_PTR_SET) == -1)
+			break;
+		k = evbuffer_peek(in, (ev_ssize_t)(avail - total), &pos, v, CONN_FORWARD_IOV);
+		if (k <= 0)
+			break;
+		for (i = 0; i < k && i < CONN_FORWARD_IOV && st == PROTO_NEED_MORE; i++) {
+			len = v[i].iov_len < avail - total ? v[i].iov_len : avail - total;
+			st = http_framing_take(&c->framing, v[i].iov_base, len, &taken, err);
+			total += taken;
 		}
 	}
-	return 0;
+	*n = total;                     /* what was not walked stays, not fed yet */
+	return st;
 }
 
 /*
@@ -452,22 +464,14 @@ conn_relay_move(struct conn *c, struct bufferevent *src)
 	size_t n = evbuffer_get_length(in);
 	int moved;
 
-	if (up && c->fe == FE_HTTP_FORWARD) {
-		size_t allow = conn_forward_allowance(c, in);
-
-		if (allow < n) {
-			n = allow;
-		}
-		if (c->body_done) {
-			/* Exactly one request: what follows the body is never forwarded. */
-			bufferevent_disable(c->cbev, EV_READ);
-		}
-	}
-	if (n == 0) {
-		if (up && c->body_done)
-			evbuffer_drain(in, evbuffer_get_length(in));
+	if (up && conn_forward_done(c)) {
+		/* Exactly one request: what follows the body is never forwarded. */
+		evbuffer_drain(in, n);
+		bufferevent_disable(c->cbev, EV_READ);
 		return true;
 	}
+	if (n == 0)
+		return true;
 	if (up && c->guard != NULL)
 		return true;            /* held for the SNI guard; it releases what passes */
 	if (!up && c->guard != NULL && c->guard->hello_passed && c->guard->hrr < 0) {
@@ -485,10 +489,29 @@ conn_relay_move(struct conn *c, struct bufferevent *src)
 		conn_close(c, EGRESS_SHUTDOWN, "error");
 		return false;
 	}
+	if (up && c->fe == FE_HTTP_FORWARD) {
+		/* Fed right before the move: every byte fed is moved or drained below. */
+		struct proto_error err;
+
+		if (conn_forward_take(c, in, &n, &err) == PROTO_ERROR) {
+			conn_log(c, "forward", EGRESS_MALFORMED_REQUEST, err.why);
+			conn_close(c, EGRESS_MALFORMED_REQUEST, "error");
+			return false;
+		}
+		if (conn_forward_done(c)) {
+			bufferevent_disable(c->cbev, EV_READ);
+			if (n == 0) {
+				evbuffer_drain(in, evbuffer_get_length(in));
+				return true;
+			}
+		}
+		if (n == 0)
+			return true;
+	}
 	moved = evbuffer_remove_buffer(in, out, n);
 	if (moved <= 0)
 		return true;
-	if (up && c->body_done)
+	if (up && conn_forward_done(c))
 		evbuffer_drain(in, evbuffer_get_length(in));
 	if (up)
 		c->bytes_up += (uint64_t)moved;
@@ -532,7 +555,7 @@ conn_relay_write(struct bufferevent *dst, void *arg)
 	bool src_eof = to_up ? c->c_eof : c->u_eof;
 
 	bufferevent_setwatermark(dst, EV_WRITE, 0, 0);
-	if (!src_eof && !(to_up && c->fe == FE_HTTP_FORWARD && c->body_done)) {
+	if (!src_eof && !(to_up && conn_forward_done(c))) {
 		if (c->fast[to_up ? 0 : 1] != NULL)
 			event_add(c->fast[to_up ? 0 : 1], NULL);
 		else
@@ -618,7 +641,11 @@ conn_fast_read(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-/* From the bufferevents' reads to ours: what they already read is delivered first. */
+/*
+ * From the bufferevents' reads to ours: what they already read is delivered first. A
+ * forwarded request never takes this path: every client byte of it must pass the body
+ * framing in conn_relay_move, which alone decides what goes upstream.
+ */
 static void
 conn_fast_start(struct conn *c)
 {
@@ -1303,19 +1330,26 @@ conn_http(struct conn *c, struct evbuffer *in)
 	size_t len = evbuffer_get_length(in);
 	size_t want = len > EGRESS_HTTP_HEAD_MAX + 1 ? EGRESS_HTTP_HEAD_MAX + 1 : len;
 	uint8_t *data = evbuffer_pullup(in, (ev_ssize_t)want);
-	struct http_request *req = xmalloc(sizeof(*req));
+	struct http_request *req;
 	struct proto_error err;
 	enum proto_status st;
 
+	/*
+	 * The parse resumes where the last read stopped: a head that arrives a byte at a time
+	 * costs linear work. Its state lives until the head is complete or refused.
+	 */
+	if (c->http == NULL)
+		c->http = xcalloc(1, sizeof(*c->http));
+	req = &c->http->req;
 	memset(&err, 0, sizeof(err));
-	c->fe = conn_http_frontend(data, want);
-	st = http_parse_request(data, want, req, &err);
-	if (st == PROTO_NEED_MORE) {
-		free(req);
+	st = http_head_parse(&c->http->head, data, want, req, &err);
+	/* Named from the request line's start: the empty lines before it are behind us. */
+	c->fe = conn_http_frontend(data + c->http->head.start, want - c->http->head.start);
+	if (st == PROTO_NEED_MORE)
 		return;
-	}
 	if (st == PROTO_ERROR) {
-		free(req);
+		free(c->http);
+		c->http = NULL;
 		conn_error_port(c, &err);
 		conn_deny(c, err.reason, err.why, err.raw, err.raw_len, err.http_status, -1);
 		return;
@@ -1329,17 +1363,18 @@ conn_http(struct conn *c, struct evbuffer *in)
 
 		c->fwd_head = xmalloc(cap);
 		c->fwd_head_len = http_forward_head(req, c->fwd_head, cap);
-		c->body = req->body;
-		c->body_left = req->content_length;
+		http_framing_start(&c->framing, req->body, req->content_length);
 		if (c->fwd_head_len == 0) {
-			free(req);
+			free(c->http);
+			c->http = NULL;
 			conn_deny(c, EGRESS_MALFORMED_REQUEST, "request head too large to forward",
 			    NULL, 0, 431, -1);
 			return;
 		}
 	}
 	evbuffer_drain(in, req->head_len);
-	free(req);
+	free(c->http);
+	c->http = NULL;
 	conn_decide(c);
 }
 
@@ -1617,6 +1652,7 @@ conn_free(struct conn *c)
 	if (c->ubev != NULL)
 		bufferevent_free(c->ubev);
 	free(c->fwd_head);
+	free(c->http);
 	free(c->guard);
 	free(c->sni);
 	if (conn_guard_pending == c)

@@ -1,8 +1,9 @@
 /*
  * http.c: the HTTP/1.1 frontend of egressd. It parses one request head (CONNECT
  * host:port, or an absolute-form http:// request that egressd forwards once), writes the
- * head sent upstream for the latter, writes error responses, and scans a chunked body to
- * find where exactly that one request ends.
+ * head sent upstream for the latter, writes error responses, and frames that one
+ * request's body (none, Content-Length, or chunked) to find where exactly it ends: the
+ * framing alone decides which client bytes after the head go upstream.
  *
  * Trusts nothing it reads: every byte comes from the confined workload. The parser is a
  * pure function over (buf, len) that the daemon calls again with more bytes; it never
@@ -36,6 +37,10 @@
  *  - The request line is checked while it is still incomplete, as far as the method:
  *    a client that speaks TLS or another binary protocol to the proxy is refused at its
  *    first byte instead of holding a connection until the head limit or the timeout.
+ *  - A head that arrives in pieces is parsed where the last piece stopped
+ *    (http_head_parse): each byte is looked at a bounded number of times, every line is
+ *    judged once when it is complete, and the answer for each prefix is the one-shot
+ *    parser's, early refusals (431, the method check) included.
  *  - Content-Length is digits only; identical duplicates are accepted (RFC 9110 s8.6)
  *    and forwarded once.
  */
@@ -144,52 +149,70 @@ http_unsupported(struct proto_error *err, const char *why)
 /* --- lines --------------------------------------------------------------------------- */
 
 /*
- * The next line of buf[off..lim): 1 with *end at its CR, 0 when it is not complete
- * within lim, -1 with *why for a bare LF or a bare CR.
+ * The next line end in buf[from..lim), from being where an earlier search stopped (the
+ * bytes before it hold no CR or LF): 1 with *end at its CR; 0 when the line is not
+ * complete within lim, *from then being where to resume (a CR at lim - 1 is looked at
+ * again, its LF may come next); -1 with *why for a bare LF or a bare CR. *examined counts
+ * the bytes looked at.
  */
 static int
-http_next_line(const uint8_t *buf, size_t off, size_t lim, size_t *end, const char **why)
+http_next_line(const uint8_t *buf, size_t *from, size_t lim, size_t *end, const char **why,
+    uint64_t *examined)
 {
 	size_t i;
 
-	for (i = off; i < lim; i++) {
+	for (i = *from; i < lim; i++) {
+		(*examined)++;
 		if (buf[i] == '\n') {
 			*why = "bare LF line ending (lines end in CRLF)";
 			return -1;
 		}
 		if (buf[i] != '\r')
 			continue;
-		if (i + 1 >= lim)
+		if (i + 1 >= lim) {
+			*from = i;
 			return 0;
+		}
 		if (buf[i + 1] != '\n') {
 			*why = "bare CR";
 			return -1;
 		}
 		*end = i;
+		*from = i + 2;
 		return 1;
 	}
+	*from = i;
 	return 0;
 }
 
 /*
  * The request line is not complete yet: refuse now if its method already cannot be one,
- * so that binary protocols are answered at once. p[0..n) is what has arrived of it.
+ * so that binary protocols are answered at once. p[0..n) is what has arrived of it; the
+ * method's first h->method bytes were checked by an earlier call, so each byte is looked
+ * at once and at most EGRESS_HTTP_METHOD_MAX + 1 of them in all.
  */
 static enum proto_status
-http_partial_request_line(const uint8_t *p, size_t n, struct proto_error *err)
+http_partial_request_line(struct http_head *h, const uint8_t *p, size_t n,
+    struct proto_error *err)
 {
 	size_t i;
 
 	if (n == 1 && p[0] == '\r')
 		return PROTO_NEED_MORE;         /* a leading empty line, not yet complete */
-	for (i = 0; i < n && p[i] != ' '; i++) {
+	for (i = h->method; i < n && !h->method_done; i++) {
+		h->examined++;
+		if (p[i] == ' ') {
+			if (i == 0)
+				return http_bad(err, "request line starts with a space");
+			h->method_done = true;
+			break;
+		}
 		if (i >= EGRESS_HTTP_METHOD_MAX)
 			return http_bad(err, "method longer than EGRESS_HTTP_METHOD_MAX");
 		if (!http_tchar(p[i]))
 			return http_bad(err, "not an HTTP request (method is not a token)");
 	}
-	if (i == 0 && n > 0)
-		return http_bad(err, "request line starts with a space");
+	h->method = i;
 	return PROTO_NEED_MORE;
 }
 
@@ -401,17 +424,6 @@ http_request_line(const uint8_t *p, size_t n, struct http_request *req,
 
 /* --- header lines -------------------------------------------------------------------- */
 
-/* What the header lines said so far about Host, credentials and body framing. */
-struct http_seen {
-	unsigned host;
-	unsigned proxy_auth;
-	bool length;
-	bool te;
-	unsigned te_chunked;         /* times "chunked" appeared */
-	bool te_chunked_last;        /* ... and it is the last coding so far */
-	bool te_coding;              /* at least one coding */
-};
-
 static enum proto_status
 http_content_length(const uint8_t *v, size_t n, struct http_request *req,
     struct http_seen *seen, struct proto_error *err)
@@ -546,51 +558,84 @@ enum proto_status
 http_parse_request(const uint8_t *buf, size_t len, struct http_request *req,
     struct proto_error *err)
 {
+	struct http_head h;
+
+	memset(&h, 0, sizeof(h));
+	return http_head_parse(&h, buf, len, req, err);
+}
+
+enum proto_status
+http_head_parse(struct http_head *h, const uint8_t *buf, size_t len, struct http_request *req,
+    struct proto_error *err)
+{
 	/* Nothing beyond the head limit is ever looked at. */
 	size_t lim = len < EGRESS_HTTP_HEAD_MAX ? len : EGRESS_HTTP_HEAD_MAX;
-	size_t off = 0, end = 0;
-	struct http_seen seen;
+	size_t end = 0;
 	const char *why = NULL;
 	enum proto_status r;
 	int l;
 
-	memset(req, 0, sizeof(*req));
+	if (!h->resumed)
+		memset(req, 0, sizeof(*req));
 	memset(err, 0, sizeof(*err));
-	memset(&seen, 0, sizeof(seen));
 
 	/* Leading empty lines are skipped (RFC 9112 s2.2); they count toward the limit. */
-	for (;;) {
-		if ((l = http_next_line(buf, off, lim, &end, &why)) == -1)
+	while (!h->request_line) {
+		if ((l = http_next_line(buf, &h->scan, lim, &end, &why, &h->examined)) == -1)
 			return http_bad(err, why);
 		if (l == 0) {
-			r = http_partial_request_line(buf + off, lim - off, err);
-			return r == PROTO_ERROR ? r : http_incomplete(len, err);
+			h->start = h->off;
+			r = http_partial_request_line(h, buf + h->off, lim - h->off, err);
+			if (r == PROTO_ERROR || (r = http_incomplete(len, err)) == PROTO_ERROR)
+				return r;
+			h->resumed = true;
+			return r;
 		}
-		if (end > off)
-			break;
-		off = end + 2;
+		if (end > h->off) {
+			h->start = h->off;
+			h->examined += end - h->off;
+			r = http_request_line(buf + h->off, end - h->off, req, err);
+			if (r != PROTO_OK)
+				return r;
+			h->request_line = true;
+		}
+		h->off = end + 2;
 	}
-	if ((r = http_request_line(buf + off, end - off, req, err)) != PROTO_OK)
-		return r;
-	off = end + 2;
 
 	/* Header lines, each bounded by the head limit, at most EGRESS_HTTP_HEADERS_MAX. */
 	for (;;) {
-		if ((l = http_next_line(buf, off, lim, &end, &why)) == -1)
+		if ((l = http_next_line(buf, &h->scan, lim, &end, &why, &h->examined)) == -1)
 			return http_bad(err, why);
-		if (l == 0)
-			return http_incomplete(len, err);
-		if (end == off)
+		if (l == 0) {
+			if ((r = http_incomplete(len, err)) == PROTO_NEED_MORE)
+				h->resumed = true;
+			return r;
+		}
+		if (end == h->off)
 			break;
 		if (req->nheaders == EGRESS_HTTP_HEADERS_MAX)
 			return http_fail(err, 431, EGRESS_MALFORMED_REQUEST,
 			    "more than EGRESS_HTTP_HEADERS_MAX header lines");
-		if ((r = http_header_line(buf + off, end - off, req, &seen, err)) != PROTO_OK)
+		h->examined += end - h->off;
+		if ((r = http_header_line(buf + h->off, end - h->off, req, &h->seen, err)) !=
+		    PROTO_OK)
 			return r;
-		off = end + 2;
+		h->off = end + 2;
+	}
+	if (h->resumed) {
+		/*
+		 * Lines parsed by earlier calls point into where buf was then: the complete
+		 * head, at most EGRESS_HTTP_HEAD_MAX bytes, is parsed whole once more here.
+		 */
+		struct http_head again;
+
+		memset(&again, 0, sizeof(again));
+		r = http_head_parse(&again, buf, end + 2, req, err);
+		h->examined += again.examined;
+		return r;
 	}
 	req->head_len = end + 2;
-	return http_head_done(req, &seen, err);
+	return http_head_done(req, &h->seen, err);
 }
 
 /* --- the head sent upstream ---------------------------------------------------------- */
@@ -785,10 +830,13 @@ enum {
 /* A chunk size stays below 2^63: one more hex digit past this would exceed it. */
 #define HTTP_CHUNK_SIZE_SHIFT_MAX (HTTP_LENGTH_MAX >> 4)
 
+/* The byte at buf[at] broke the framing: what came before it was a valid body so far. */
 static enum proto_status
-http_chunked_fail(struct http_chunked *c, struct proto_error *err, const char *why)
+http_chunked_fail(struct http_chunked *c, struct proto_error *err, size_t *consumed, size_t at,
+    const char *why)
 {
 	c->state = CH_ERROR;
+	*consumed = at;
 	return http_bad(err, why);
 }
 
@@ -803,6 +851,9 @@ http_hex(uint8_t b)
 		return b - 'A' + 10;
 	return -1;
 }
+
+/* Inside http_chunked_scan: buf[i - 1] is the offending byte. */
+#define CH_FAIL(why) http_chunked_fail(c, err, consumed, i - 1, (why))
 
 enum proto_status
 http_chunked_scan(struct http_chunked *c, const uint8_t *buf, size_t len, size_t *consumed,
@@ -837,7 +888,7 @@ http_chunked_scan(struct http_chunked *c, const uint8_t *buf, size_t len, size_t
 		case CH_EXT:
 		case CH_SIZE_LF:
 			if (++c->line > EGRESS_HTTP_CHUNK_LINE_MAX)
-				return http_chunked_fail(c, err,
+				return CH_FAIL(
 				    "chunk-size line longer than EGRESS_HTTP_CHUNK_LINE_MAX");
 			break;
 		case CH_TRAILER:
@@ -847,7 +898,7 @@ http_chunked_scan(struct http_chunked *c, const uint8_t *buf, size_t len, size_t
 		case CH_END_LF:
 			/* in the trailer section left counts its bytes */
 			if (++c->left > HTTP_TRAILER_MAX)
-				return http_chunked_fail(c, err, "trailer section too large");
+				return CH_FAIL("trailer section too large");
 			break;
 		default:
 			break;
@@ -856,12 +907,12 @@ http_chunked_scan(struct http_chunked *c, const uint8_t *buf, size_t len, size_t
 		case CH_SIZE:
 			if ((d = http_hex(b)) != -1) {
 				if (c->left > HTTP_CHUNK_SIZE_SHIFT_MAX)
-					return http_chunked_fail(c, err, "chunk size too large");
+					return CH_FAIL("chunk size too large");
 				c->left = c->left << 4 | (uint64_t)d;
 				break;
 			}
 			if (c->line == 1)
-				return http_chunked_fail(c, err, "chunk size is not hexadecimal");
+				return CH_FAIL("chunk size is not hexadecimal");
 			if (http_ows(b))
 				c->state = CH_SIZE_WS;
 			else if (b == ';')
@@ -869,74 +920,116 @@ http_chunked_scan(struct http_chunked *c, const uint8_t *buf, size_t len, size_t
 			else if (b == '\r')
 				c->state = CH_SIZE_LF;
 			else
-				return http_chunked_fail(c, err, "chunk size is not hexadecimal");
+				return CH_FAIL("chunk size is not hexadecimal");
 			break;
 		case CH_SIZE_WS:
 			if (b == ';')
 				c->state = CH_EXT;
 			else if (!http_ows(b))
-				return http_chunked_fail(c, err, "whitespace after a chunk size");
+				return CH_FAIL("whitespace after a chunk size");
 			break;
 		case CH_EXT:
 			if (b == '\r')
 				c->state = CH_SIZE_LF;
 			else if (!http_value_char(b))
-				return http_chunked_fail(c, err, "control byte in a chunk extension");
+				return CH_FAIL("control byte in a chunk extension");
 			break;
 		case CH_SIZE_LF:
 			if (b != '\n')
-				return http_chunked_fail(c, err, "bare CR in a chunk-size line");
+				return CH_FAIL("bare CR in a chunk-size line");
 			c->line = 0;
 			c->state = c->left == 0 ? CH_TRAILER : CH_DATA;
 			break;
 		case CH_DATA_CR:
 			if (b != '\r')
-				return http_chunked_fail(c, err, "chunk data not followed by CRLF");
+				return CH_FAIL("chunk data not followed by CRLF");
 			c->state = CH_DATA_LF;
 			break;
 		case CH_DATA_LF:
 			if (b != '\n')
-				return http_chunked_fail(c, err, "chunk data not followed by CRLF");
+				return CH_FAIL("chunk data not followed by CRLF");
 			c->state = CH_SIZE;
 			break;
 		case CH_TRAILER:
 			if (b == '\r')
 				c->state = CH_END_LF;
 			else if (http_ows(b))
-				return http_chunked_fail(c, err, "obs-fold in the trailer section");
+				return CH_FAIL("obs-fold in the trailer section");
 			else if (http_tchar(b))
 				c->state = CH_TRAILER_NAME;
 			else
-				return http_chunked_fail(c, err, "trailer field name is not a token");
+				return CH_FAIL("trailer field name is not a token");
 			break;
 		case CH_TRAILER_NAME:
 			if (b == ':')
 				c->state = CH_TRAILER_VALUE;
 			else if (!http_tchar(b))
-				return http_chunked_fail(c, err, "trailer field name is not a token");
+				return CH_FAIL("trailer field name is not a token");
 			break;
 		case CH_TRAILER_VALUE:
 			if (b == '\r')
 				c->state = CH_TRAILER_LF;
 			else if (!http_value_char(b))
-				return http_chunked_fail(c, err, "control byte in a trailer field");
+				return CH_FAIL("control byte in a trailer field");
 			break;
 		case CH_TRAILER_LF:
 			if (b != '\n')
-				return http_chunked_fail(c, err, "bare CR in the trailer section");
+				return CH_FAIL("bare CR in the trailer section");
 			c->state = CH_TRAILER;
 			break;
 		case CH_END_LF:
 			if (b != '\n')
-				return http_chunked_fail(c, err, "bare CR after the last chunk");
+				return CH_FAIL("bare CR after the last chunk");
 			c->state = CH_DONE;
 			c->done = true;
 			*consumed = i;
 			return PROTO_OK;
 		default:
-			return http_chunked_fail(c, err, "chunked scanner in an unknown state");
+			return CH_FAIL("chunked scanner in an unknown state");
 		}
 	}
 	*consumed = len;
 	return PROTO_NEED_MORE;
+}
+#undef CH_FAIL
+
+/* --- the forwarded body -------------------------------------------------------------- */
+
+void
+http_framing_start(struct http_framing *f, enum http_body body, uint64_t content_length)
+{
+	memset(f, 0, sizeof(*f));
+	f->body = body;
+	f->left = body == HTTP_BODY_LENGTH ? content_length : 0;
+	f->status = body == HTTP_BODY_NONE ||
+	    (body == HTTP_BODY_LENGTH && content_length == 0) ? PROTO_OK : PROTO_NEED_MORE;
+}
+
+enum proto_status
+http_framing_take(struct http_framing *f, const uint8_t *buf, size_t len, size_t *taken,
+    struct proto_error *err)
+{
+	*taken = 0;
+	memset(err, 0, sizeof(*err));
+	if (f->status == PROTO_OK)
+		return PROTO_OK;
+	if (f->status == PROTO_ERROR)
+		return http_bad(err, "body framing already refused");
+	switch (f->body) {
+	case HTTP_BODY_LENGTH:
+		/* The count goes down as bytes pass: a body split over reads ends where it
+		 * ends, and what follows it is never part of it. */
+		*taken = (uint64_t)len < f->left ? len : (size_t)f->left;
+		f->left -= *taken;
+		if (f->left == 0)
+			f->status = PROTO_OK;
+		break;
+	case HTTP_BODY_CHUNKED:
+		f->status = http_chunked_scan(&f->chunked, buf, len, taken, err);
+		break;
+	default:
+		f->status = PROTO_OK;
+		break;
+	}
+	return f->status;
 }

@@ -85,6 +85,45 @@ struct http_request {
 enum proto_status http_parse_request(const uint8_t *buf, size_t len, struct http_request *req,
     struct proto_error *err);
 
+/* What the header lines said so far about Host, credentials and body framing (internal). */
+struct http_seen {
+	unsigned host;
+	unsigned proxy_auth;
+	bool length;
+	bool te;
+	unsigned te_chunked;         /* times "chunked" appeared */
+	bool te_chunked_last;        /* ... and it is the last coding so far */
+	bool te_coding;              /* at least one coding */
+};
+
+/*
+ * A request head parsed as it arrives: each call looks only at the bytes that came since
+ * the last one (and the CR before them), so a head sent a byte at a time costs linear
+ * work, not quadratic. Zero it before the first call. Fields are internal but for
+ * examined (tests assert that the work is linear) and start (where the request line
+ * begins, after any empty lines).
+ */
+struct http_head {
+	size_t off;                  /* start of the first line not parsed yet */
+	size_t scan;                 /* where the search for that line's end resumes */
+	size_t start;                /* start of the request line */
+	size_t method;               /* bytes of a partial request line's method checked */
+	bool method_done;            /* ... up to its space */
+	bool request_line;           /* parsed: header lines follow */
+	bool resumed;                /* an earlier call answered NEED_MORE */
+	struct http_seen seen;
+	uint64_t examined;           /* bytes looked at, over all calls */
+};
+/*
+ * http_parse_request, resumed: buf holds every byte of the previous call (it may have
+ * moved) and perhaps more, and req is the same struct each time (it carries what the
+ * request line said). The answer for each buf is exactly http_parse_request's. Once the
+ * head is complete it is parsed whole once more, so that OK leaves req pointing into
+ * this call's buf. After OK or ERROR the state is spent: zero it for another request.
+ */
+enum proto_status http_head_parse(struct http_head *h, const uint8_t *buf, size_t len,
+    struct http_request *req, struct proto_error *err);
+
 /*
  * Writes the head egressd sends upstream for a HTTP_FORWARD request: the request line in
  * origin form as HTTP/1.1, Host set to the target, the client's headers without hop-by-hop
@@ -109,10 +148,35 @@ struct http_chunked {
 /*
  * Scans len more bytes of a chunked body. Returns OK when the body (last chunk and
  * trailers) ended, *consumed being the bytes of buf that belong to it; NEED_MORE when all
- * of buf belongs to it and more is needed; ERROR for malformed framing.
+ * of buf belongs to it and more is needed; ERROR for malformed framing, *consumed being
+ * the bytes of buf before the offending one (0 once the error is known).
  */
 enum proto_status http_chunked_scan(struct http_chunked *c, const uint8_t *buf, size_t len,
     size_t *consumed, struct proto_error *err);
+
+/*
+ * The body of the one request egressd forwards, framed by what its head said: nothing,
+ * Content-Length or chunked (http_chunked_scan). It decides which client bytes go
+ * upstream; everything after the body is never forwarded. Start it with
+ * http_framing_start, then feed it every client byte after the head exactly once, in
+ * order, however they are split.
+ */
+struct http_framing {
+	enum http_body body;
+	uint64_t left;               /* Content-Length: body bytes still to come */
+	struct http_chunked chunked;
+	enum proto_status status;    /* NEED_MORE until the body ended (OK) or broke (ERROR) */
+};
+void http_framing_start(struct http_framing *f, enum http_body body, uint64_t content_length);
+/*
+ * Takes len more client bytes. NEED_MORE: all of them belong to the body (*taken == len)
+ * and more is to come. OK: the body is complete; its last *taken bytes were the first of
+ * buf, the rest is not part of it (and every later call takes 0 and answers OK). ERROR:
+ * malformed chunked framing; *taken bytes came before the offending one (0 on later
+ * calls). Whatever the split, the totals taken and the final answer are the same.
+ */
+enum proto_status http_framing_take(struct http_framing *f, const uint8_t *buf, size_t len,
+    size_t *taken, struct proto_error *err);
 
 /* --- socks.c ------------------------------------------------------------------------- */
 

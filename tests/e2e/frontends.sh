@@ -1,8 +1,9 @@
 #!/bin/sh
 # egressd end to end: the frontends with real clients. curl through HTTP CONNECT (https to
 # openssl s_server, proxytunnel to http, HTTP/1.0, IPv6 literal), absolute-form GET and
-# POST (Content-Length and chunked bodies, exactly one request forwarded, hop-by-hop and
-# Proxy-* headers removed), SOCKS5 (TCP bridge and curl's unix-socket form, RFC 1929
+# POST (Content-Length and chunked bodies, also sent in pieces and a byte per write with a
+# smuggled request behind them, exactly one request forwarded, a broken chunked body closing
+# the forward, hop-by-hop and Proxy-* headers removed), SOCKS5 (TCP bridge and curl's unix-socket form, RFC 1929
 # credentials), SOCKS4a and SOCKS4; requests split byte by byte or coalesced with their
 # payload; and the receipt of each.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/e2e/lib.sh"
@@ -151,6 +152,67 @@ web POST /ch 5" "$out"
 wait_for -s web.log
 expect_eq "chunked: the upstream got the body and nothing after it" \
     "5 $(printf abcde | sha256sum | cut -d' ' -f1) 0" "$(tail -n 1 web.log | py_field body_len body_sha256 extra)"
+
+# A body that arrives over several reads ends where its framing says, and the request
+# smuggled behind it never reaches the upstream. The first write is the head and the body's
+# first bytes; the rest is sent only once egressd relays (its open receipt is written):
+# in one write with the smuggled request (one-write); a byte per write, the last body byte
+# in one write with the smuggled request (bytewise); or all of it a byte per write
+# (all-bytewise).
+SMUGGLED='GET /admin HTTP/1.1\r\nHost: admin.internal\r\n\r\n'
+# smuggle NAME MODE HEAD+FIRST REST LAST: sets out (the client's verdict and body).
+smuggle() {
+	m=$(rcpt_mark)
+	: > web.log
+	rm -f "$1.go"
+	case $2 in
+	one-write) set -- "$1" "$3" "$4$5$SMUGGLED" ;;
+	bytewise) set -- "$1" "$3" "$4" --split2 --data3 "$5$SMUGGLED" ;;
+	all-bytewise) set -- "$1" "$3" "$4$5$SMUGGLED" --split2 ;;
+	esac
+	_n=$1
+	_d=$2
+	shift 2
+	spawn "$_n" "$E2E_PY" "$HELPER" raw "$SOCK" --http --body --timeout 10 \
+	    --go-file "$WORK/$_n.go" --data "$_d" --data2 "$@"
+	_pid=$SPAWNED
+	rcpt --skip "$m" --where event=open --wait 10 >/dev/null
+	touch "$_n.go"
+	wait "$_pid"
+	out=$(cat "$_n.out")
+	wait_for -s web.log
+}
+clhead="POST http://web.e2e.test:$WEB/cl HTTP/1.1\r\nHost: web.e2e.test:$WEB\r\nContent-Length: 11\r\n\r\n"
+clsum=$(printf 'hello world' | sha256sum | cut -d' ' -f1)
+chhead="POST http://web.e2e.test:$WEB/ch2 HTTP/1.1\r\nHost: web.e2e.test:$WEB\r\nTransfer-Encoding: chunked\r\n\r\n"
+chsum=$(printf 'Wikipedia' | sha256sum | cut -d' ' -f1)
+for mode in one-write bytewise all-bytewise; do
+	smuggle "smug-cl-$mode" $mode "${clhead}he" "llo worl" "d"
+	expect_eq "Content-Length body in pieces ($mode): answered, then closed" "200 - closed
+web POST /cl 11" "$out"
+	expect_eq "Content-Length body in pieces ($mode): the upstream got the body, no smuggled byte" \
+	    "/cl 11 $clsum 0 " "$(tail -n 1 web.log | py_field target body_len body_sha256 extra extra_text)"
+	expect_eq "Content-Length body in pieces ($mode): one request upstream" 1 "$(wc -l < web.log | tr -d ' ')"
+
+	smuggle "smug-ch-$mode" $mode "${chhead}4\r\nWi" "ki\r\n5;e=1\r\npedia\r\n0\r\nX-Trailer: t\r\n\r" "\n"
+	expect_eq "chunked body in pieces ($mode): answered, then closed" "200 - closed
+web POST /ch2 9" "$out"
+	expect_eq "chunked body in pieces ($mode): the upstream got the body, no smuggled byte" \
+	    "/ch2 chunked 9 $chsum 0 " "$(tail -n 1 web.log | py_field target framing body_len body_sha256 extra extra_text)"
+	expect_eq "chunked body in pieces ($mode): one request upstream" 1 "$(wc -l < web.log | tr -d ' ')"
+done
+
+# A chunked body whose framing breaks ends the forward: closed, nothing more upstream.
+m=$(rcpt_mark)
+: > web.log
+out=$(py raw "$SOCK" --http --timeout 10 --data "${chhead}5\r\nhelloX\r\n0\r\n\r\n$SMUGGLED")
+expect_eq "broken chunked framing: the connection closes without an answer" "none - closed" "$out"
+expect_eq "broken chunked framing: close receipt says malformed-request" "close malformed-request http-forward" \
+    "$(rcpt --skip "$m" --where event=close --wait 10 --fields event,reason,frontend)"
+wait_for -s web.log
+# (the head may not even have left egressd yet: it is cut with the body)
+expect_match "broken chunked framing: the upstream never saw a complete request" "^eof in (head|body)$" \
+    "$(tail -n 1 web.log | py_field error)"
 
 # --- SOCKS ----------------------------------------------------------------------------------
 m=$(rcpt_mark)

@@ -638,6 +638,7 @@ def cmd_raw(args):
     # Decoded before connect_unix drops to --uid (which may not read Python's library).
     data = bytes.fromhex(args.hex) if args.hex is not None else unescape(args.data)
     data2 = unescape(args.data2) if args.data2 is not None else None
+    data3 = unescape(args.data3) if args.data3 is not None else None
     until_text = unescape(args.until_text) if args.until_text is not None else None
     s = connect_unix(args.sock, args.uid, args.timeout)
     try:
@@ -652,7 +653,9 @@ def cmd_raw(args):
                     time.sleep(0.02)
             else:
                 time.sleep(args.delay)
-            s.sendall(data2)
+            send_maybe_split(s, data2, args.split2)
+            if data3 is not None:
+                s.sendall(data3)
         if args.shut:
             s.shutdown(socket.SHUT_WR)
     except (BrokenPipeError, ConnectionResetError):
@@ -1012,6 +1015,8 @@ def main():
     p.add_argument("--until-text")
     p.add_argument("--linger", type=float, default=1.0)
     p.add_argument("--split", action="store_true")
+    p.add_argument("--split2", action="store_true", help="--data2 a byte per write")
+    p.add_argument("--data3", help="one write right after --data2")
     p.add_argument("--shut", action="store_true")
     p.add_argument("--http", action="store_true")
     p.add_argument("--body", action="store_true")

@@ -9,7 +9,10 @@
  *  - the forwarded head fits, starts with the method, sets Host, carries no Proxy-*
  *    field and ends with "Connection: close" and the blank line;
  *  - the chunked scanner gives the same answer whether the input comes in one piece or
- *    split at input[0] % len, and never consumes more than it was given.
+ *    split at input[0] % len, and never consumes more than it was given;
+ *  - http_head_parse fed the input in pieces (lengths from input[0]) answers at every
+ *    step what http_parse_request answers for that prefix, with the same status,
+ *    reason and why, and examines at most FUZZ_WORK_FACTOR bytes per input byte.
  */
 #include "config.h"
 
@@ -155,6 +158,41 @@ fuzz_chunked(const uint8_t *data, size_t size)
 	}
 }
 
+/* Bytes the resumed parser may examine per input byte (it is linear, not quadratic). */
+#define FUZZ_WORK_FACTOR 4
+
+static void
+fuzz_resumed(const uint8_t *data, size_t size)
+{
+	static struct http_request req, once;
+	struct proto_error err, err1;
+	struct http_head h;
+	enum proto_status r = PROTO_NEED_MORE, r1;
+	size_t have = 0, step = 1 + data[0] % 7;
+
+	memset(&h, 0, sizeof(h));
+	/* at most size calls: each adds at least one byte */
+	while (r == PROTO_NEED_MORE && have < size) {
+		have = size - have < step ? size : have + step;
+		r = http_head_parse(&h, data, have, &req, &err);
+		if (r == PROTO_NEED_MORE)
+			continue;
+		r1 = http_parse_request(data, have, &once, &err1);
+		if (r != r1)
+			abort();
+		if (r == PROTO_ERROR && (err.http_status != err1.http_status ||
+		    err.reason != err1.reason || strcmp(err.why, err1.why) != 0))
+			abort();
+		if (r == PROTO_OK && (req.head_len != once.head_len ||
+		    req.nheaders != once.nheaders || strcmp(req.host.name, once.host.name) != 0))
+			abort();
+	}
+	if (r == PROTO_NEED_MORE && http_parse_request(data, size, &once, &err1) != r)
+		abort();
+	if (h.examined > (uint64_t)FUZZ_WORK_FACTOR * size + 2 * (EGRESS_HTTP_METHOD_MAX + 1))
+		abort();
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -183,7 +221,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	default:
 		abort();
 	}
-	if (size > 0)
+	if (size > 0) {
 		fuzz_chunked(data, size);
+		fuzz_resumed(data, size);
+	}
 	return 0;
 }
