@@ -141,6 +141,8 @@ static void conn_close(struct conn *c, enum egress_reason reason, const char *ca
 static void conn_client_read(struct bufferevent *bev, void *arg);
 static void conn_client_event(struct bufferevent *bev, short what, void *arg);
 static void conn_connect_next(struct conn *c);
+static void conn_deny_private(struct conn *c, const struct addr *a,
+    const struct addr_verdict *v);
 
 unsigned
 conn_count(void)
@@ -1077,6 +1079,30 @@ conn_stagger_cb(evutil_socket_t fd, short what, void *arg)
 	conn_connect_next(arg);
 }
 
+/*
+ * egressd's own listener (metrics-listen) is refused whatever the policy permits, as a
+ * private-address with the range "metrics-listen". Asked of every address right before
+ * its connect(): literal, resolved or pinned (a pin holds for every port, the listener is
+ * one port), from every frontend, and after any change of the host's addresses.
+ */
+static bool
+conn_refuse_own(struct conn *c, const struct addr *a)
+{
+	struct addr_verdict v;
+
+	if (!metrics_is_own(a, c->port))
+		return false;
+	memset(&v, 0, sizeof(v));
+	v.denied = true;
+	v.range = "metrics-listen";
+	v.name = "egressd's own listening address";
+	conn_attempts_close(c, -1);
+	c->natt = 0;
+	c->next = c->naddrs;
+	conn_deny_private(c, a, &v);
+	return true;
+}
+
 static void
 conn_connect_next(struct conn *c)
 {
@@ -1087,6 +1113,9 @@ conn_connect_next(struct conn *c)
 
 	while (c->next < c->naddrs) {
 		const struct addr *ad = &c->addrs[c->next++];
+
+		if (conn_refuse_own(c, ad))
+			return;
 
 		memset(&ss, 0, sizeof(ss));
 		if (ad->family == AF_INET) {
@@ -1163,6 +1192,10 @@ static void
 conn_connect(struct conn *c, const struct addr *addrs, size_t n)
 {
 	c->state = CS_CONNECT;
+	/* One own address refuses the set, as one private answer does: none is tried. */
+	for (size_t i = 0; i < n; i++)
+		if (conn_refuse_own(c, &addrs[i]))
+			return;
 	conn_interleave(c, addrs, n);
 	conn_set_timer(c, (unsigned)conn_settings(c)->timeout_connect);
 	conn_connect_next(c);
@@ -1185,14 +1218,6 @@ conn_classify(struct conn *c, const struct addr *addrs, size_t n, struct addr_ve
 		if (addr_classify(&addrs[i], conf->nat64, conf->nnat64, v) &&
 		    !addr_permitted(&addrs[i], v, s->permit, s->npermit))
 			return (long)i;
-		/* egressd's own listening address is refused, whatever the policy permits. */
-		if (metrics_is_own(&addrs[i], c->port)) {
-			v->denied = true;
-			v->range = "metrics-listen";
-			v->name = "egressd's own listening address";
-			v->embedded = false;
-			return (long)i;
-		}
 	}
 	return -1;
 }
@@ -1282,7 +1307,11 @@ conn_decide(struct conn *c)
 		return;
 	}
 	if ((pin = principal_pin_get(c->p, c->host.name)) != NULL) {
-		/* Pinned addresses were classified when they were pinned, under this policy. */
+		/*
+		 * Pinned addresses were classified when they were pinned, under this policy;
+		 * whether one is egressd's own listener depends on the port and on the host's
+		 * addresses now, so conn_connect asks that again.
+		 */
 		conn_connect(c, pin->addrs, pin->naddrs);
 		return;
 	}

@@ -3,7 +3,10 @@
  * trailing dot, ARES_FLAG_NOSEARCH: no search list, no ndots games), DNS only (no
  * /etc/hosts: the operator's own hosts file is read here instead and its answers are
  * validated like any other), A and AAAA. The resolvers are trusted to answer honestly;
- * every answer is still classified by the caller before anything connects to it.
+ * every answer is still classified by the caller before anything connects to it, and its
+ * CNAME records are not trusted to form a chain: dnschain.c checks every one of them
+ * (linkage, canonical names, at most EGRESSD_MAX_CNAMES links) and refuses the name
+ * otherwise, so that every name of the chain reaches the deny rules.
  */
 #include "config.h"
 
@@ -30,7 +33,8 @@ struct dns_query {
 	bool done;
 	struct dns_answer *local;    /* an answer from the hosts file, delivered async */
 	int64_t start_ms;
-	char name[EGRESS_HOST_MAX + 2];
+	char name[EGRESS_HOST_MAX + 2];  /* absolute: the canonical name and a dot */
+	char qname[EGRESS_HOST_MAX + 1]; /* canonical, where every CNAME chain begins */
 };
 
 struct dns_sock {
@@ -306,16 +310,29 @@ dns_ares_cb(void *arg, int status, int timeouts, struct ares_addrinfo *res)
 		ans.reason = EGRESS_DNS_FAILURE;
 		ans.why = ares_strerror(status);
 	} else {
+		struct dns_chain chain;
+
+		dns_chain_init(&chain, q->qname);
 		ans.reason = EGRESS_ALLOWED;
 		ans.ttl = UINT32_MAX;
+		/*
+		 * Every CNAME record is checked, none is dropped: a chain past the bound, or a
+		 * record that is not part of the chain, refuses the name (dns-failure) rather
+		 * than leave a name of it unjudged by the deny rules.
+		 */
 		for (struct ares_addrinfo_cname *cn = res->cnames; cn != NULL; cn = cn->next) {
-			if (ans.ncnames < EGRESSD_MAX_CNAMES && cn->name != NULL)
-				snprintf(ans.cnames[ans.ncnames++], sizeof(ans.cnames[0]), "%s",
-				    cn->name);
+			const char *why;
+
+			if (dns_chain_link(&chain, &ans, cn->alias, cn->name, &why) == -1) {
+				ans.reason = EGRESS_DNS_FAILURE;
+				ans.why = why;
+				break;
+			}
 			if (cn->ttl >= 0 && (uint32_t)cn->ttl < ans.ttl)
 				ans.ttl = (uint32_t)cn->ttl;
 		}
-		for (struct ares_addrinfo_node *n = res->nodes; n != NULL; n = n->ai_next) {
+		for (struct ares_addrinfo_node *n = res->nodes;
+		    ans.reason == EGRESS_ALLOWED && n != NULL; n = n->ai_next) {
 			struct addr a;
 
 			memset(&a, 0, sizeof(a));
@@ -389,6 +406,7 @@ dns_resolve(const char *name, unsigned timeout_s, dns_cb cb, void *arg)
 	q->start_ms = egressd_now_ms();
 	q->timer = evtimer_new(dns_base, dns_deadline_cb, q);
 	snprintf(q->name, sizeof(q->name), "%s.", name);
+	snprintf(q->qname, sizeof(q->qname), "%s", name);
 	for (size_t i = 0; i < dns_nhosts; i++) {
 		if (strcmp(dns_hosts[i].name, name) == 0) {
 			/* From the operator's hosts file: answered on the next loop turn. */

@@ -23,7 +23,8 @@
 #define EGRESSD_MAX_PRINCIPALS 4096
 #define EGRESSD_NAME_MAX 64          /* principal names: [A-Za-z0-9._-], 1..64 */
 #define EGRESSD_MAX_ADDRS 16         /* addresses kept per resolved name */
-#define EGRESSD_MAX_CNAMES 8         /* CNAME chain length followed */
+#define EGRESSD_MAX_CNAMES 8         /* CNAME links in a chain; a longer one is refused */
+#define EGRESSD_MAX_CHAIN_NAMES (2 * EGRESSD_MAX_CNAMES) /* the A and the AAAA chain */
 #define EGRESSD_PIN_MAX 4096         /* pinned names per principal */
 #define EGRESSD_RELAY_BUF (64 * 1024) /* per direction; the reader pauses beyond it */
 #define EGRESSD_CONNECT_STAGGER_MS 250 /* RFC 8305 connection attempt delay */
@@ -154,7 +155,8 @@ struct dns_answer {
 	struct addr addrs[EGRESSD_MAX_ADDRS];
 	size_t naddrs;
 	uint32_t ttl;                /* smallest TTL of the answers and CNAMEs */
-	char cnames[EGRESSD_MAX_CNAMES][EGRESS_HOST_MAX + 1]; /* targets, in chain order */
+	/* Every CNAME target of the answer, canonical, each once, in chain order. */
+	char cnames[EGRESSD_MAX_CHAIN_NAMES][EGRESS_HOST_MAX + 1];
 	size_t ncnames;
 	const char *why;
 };
@@ -166,6 +168,22 @@ void dns_shutdown(void);
 /* Resolves A and AAAA of the absolute name; the callback runs once unless cancelled. */
 struct dns_query *dns_resolve(const char *name, unsigned timeout_s, dns_cb cb, void *arg);
 void dns_cancel(struct dns_query *q);
+
+/* dnschain.c: the CNAME records of an answer, in the order the answer has them. */
+struct dns_chain {
+	const char *qname;           /* the name asked, canonical */
+	char tail[EGRESS_HOST_MAX + 1]; /* the last record's target; "" before the first */
+	unsigned links;              /* of the chain being read, at most EGRESSD_MAX_CNAMES */
+};
+void dns_chain_init(struct dns_chain *ch, const char *qname);
+/*
+ * One CNAME record (owner, target) into ans->cnames: both must be canonical names, the
+ * owner the name asked (a chain begins: the A and the AAAA answer each have one) or the
+ * previous record's target, and no chain longer than EGRESSD_MAX_CNAMES links. Returns 0,
+ * or -1 with *why: the answer is then refused as a whole (dns-failure).
+ */
+int dns_chain_link(struct dns_chain *ch, struct dns_answer *ans, const char *owner,
+    const char *target, const char **why);
 
 /* --- principal.c ------------------------------------------------------------------ */
 

@@ -3,13 +3,20 @@
  * `egressctl metrics` (control socket) and, with metrics-listen, GET /metrics over HTTP
  * (libevent's evhttp). The counters count what the receipts say: opens, closes by reason
  * (with the bytes of closed tunnels), denials by reason (collapsed ones counted).
+ *
+ * It also answers, for conn.c, whether a destination is this listener: egressd must never
+ * carry a workload's tunnel to its own /metrics, whatever the policy permits. That answer
+ * trusts the kernel (what a bind() says is local) and nothing the workload sent.
  */
 #include "config.h"
 
+#include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -18,13 +25,114 @@
 
 static struct evhttp *metrics_http;
 static struct addr metrics_addr;
+static struct addr metrics_addr4;    /* the IPv4 a mapped or otherwise embedding address carries */
+static bool metrics_has_addr4;
+static bool metrics_wild;            /* bound to 0.0.0.0 or :: */
+static bool metrics_wild4;           /* ... to an IPv4 wildcard: IPv4 destinations only */
 static uint16_t metrics_port;
 static bool metrics_on;
+
+static bool
+metrics_unspecified(const struct addr *a)
+{
+	static const uint8_t zero[16];
+
+	return memcmp(a->b, zero, a->family == AF_INET ? 4 : 16) == 0;
+}
+
+/*
+ * Is a an address of this host? With a wildcard listener every one of them reaches it.
+ * The kernel is asked the way connect() will ask it: a bind() to a:0 succeeds exactly
+ * for a local address (RTN_LOCAL: any address of any interface, 127.0.0.0/8, AnyIP
+ * "local" routes), fails with EADDRNOTAVAIL otherwise. Asked at every check, so an address
+ * added later counts at once. Not getifaddrs(3): it needs netlink, which egressd.service
+ * (RestrictAddressFamilies) and the private egressd's seccomp filter do not allow, and it
+ * misses local routes. Any other failure (no socket, a link-local address without a
+ * scope, ip_nonlocal_bind making every bind succeed) counts as local: the cost of a wrong
+ * "local" is one refused tunnel to this one port, the cost of a wrong "not local" is a
+ * workload reading egressd's own listener.
+ */
+static bool
+metrics_local(const struct addr *a)
+{
+	static const struct cidr loop4 = { { AF_INET, { 127 } }, 8 };
+	static const struct addr loop6 = { AF_INET6, { [15] = 1 } };
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+	int fd, r, e;
+
+	if (cidr_contains(&loop4, a) || addr_equal(a, &loop6))
+		return true;
+	memset(&ss, 0, sizeof(ss));
+	if (a->family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+
+		sin->sin_family = AF_INET;
+		memcpy(&sin->sin_addr, a->b, 4);
+		sslen = sizeof(*sin);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+
+		sin6->sin6_family = AF_INET6;
+		memcpy(&sin6->sin6_addr, a->b, 16);
+		sslen = sizeof(*sin6);
+	}
+	if ((fd = socket(a->family, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1)
+		return true;
+	r = bind(fd, (struct sockaddr *)&ss, sslen);
+	e = errno;
+	close(fd);
+	return r == 0 || e != EADDRNOTAVAIL;
+}
+
+/* What the listener's address is, once, when it starts listening. */
+static void
+metrics_own_init(void)
+{
+	struct addr_verdict v;
+
+	(void)addr_classify(&metrics_addr, egressd_conf->nat64, egressd_conf->nnat64, &v);
+	metrics_has_addr4 = v.embedded;
+	metrics_addr4 = v.v4;
+	metrics_wild = metrics_unspecified(&metrics_addr) ||
+	    (metrics_has_addr4 && metrics_unspecified(&metrics_addr4));
+	metrics_wild4 = metrics_addr.family == AF_INET || metrics_has_addr4;
+}
+
+/* One form of a destination against the listener. */
+static bool
+metrics_matches(const struct addr *a)
+{
+	/* connect() to 0.0.0.0 or :: goes to loopback (Linux): it reaches every listener. */
+	if (metrics_unspecified(a))
+		return true;
+	if (metrics_wild) {
+		/* 0.0.0.0 takes IPv4 only; :: takes both (IPV6_V6ONLY is not set). */
+		if (metrics_wild4 && a->family != AF_INET)
+			return false;
+		return metrics_local(a);
+	}
+	return addr_equal(a, &metrics_addr) ||
+	    (metrics_has_addr4 && addr_equal(a, &metrics_addr4));
+}
 
 bool
 metrics_is_own(const struct addr *a, uint16_t port)
 {
-	return metrics_on && port == metrics_port && addr_equal(a, &metrics_addr);
+	struct addr_verdict v;
+
+	if (!metrics_on || port != metrics_port)
+		return false;
+	if (metrics_matches(a))
+		return true;
+	/*
+	 * ::ffff:127.0.0.1 is 127.0.0.1 to the kernel; the other forms that carry an IPv4
+	 * (NAT64, 6to4, Teredo, IPv4-compatible, ISATAP, the operator's nat64-prefix) may
+	 * lead back to this host through a translator on it: every form the classification
+	 * decodes is compared by the IPv4 it carries.
+	 */
+	(void)addr_classify(a, egressd_conf->nat64, egressd_conf->nnat64, &v);
+	return v.embedded && metrics_matches(&v.v4);
 }
 
 static void
@@ -182,6 +290,7 @@ metrics_listen(struct event_base *base, const char *spec)
 	memcpy(host, spec, hl);
 	host[hl] = '\0';
 	metrics_port = (uint16_t)atoi(colon + 1);
+	metrics_own_init();
 	if ((metrics_http = evhttp_new(base)) == NULL ||
 	    evhttp_bind_socket(metrics_http, host, metrics_port) != 0) {
 		fprintf(stderr, "egressd: metrics-listen %s:%u: cannot listen\n", host,

@@ -2,7 +2,9 @@
 # egressd end to end: names. A test DNS server (tests/tools/testdns, queries logged) serves
 # hostile answers: private (10.x, 169.254.x, 0.0.0.0), IPv4-mapped and NAT64-embedded
 # loopback, one permitted and one private answer for one name, CNAMEs to denied and to
-# private names, NXDOMAIN, SERVFAIL, REFUSED and silence (dns-timeout). Numeric tricks
+# private names, CNAME chains past egressd's bound of 8 links (ending on or passing a denied
+# name) and a CNAME record outside the chain (both dns-failure, never a chain checked in
+# part), NXDOMAIN, SERVFAIL, REFUSED and silence (dns-timeout). Numeric tricks
 # are bad-host and never resolved, as are zone ids and names with a NUL; names are asked
 # absolute, once, without a search list; answers are pinned for pin min even when the zone
 # changes (also a name pinned late in a second), and re-resolved after pin max; the
@@ -45,7 +47,27 @@ silent.e2e.test     SILENT
 pin.e2e.test        A     127.0.0.1 1
 rebind.e2e.test     A     127.0.0.1 1
 pin2.e2e.test       A     127.0.0.1 1
+evilhop.e2e.test    CNAME a.e2e.test
+stray.e2e.test      CNAME a.e2e.test
+stray.e2e.test      EXTRA evilhop.e2e.test
 EOF
+# chain NAME N LAST: NAME -> NAME-1 -> ... -> NAME-(N-1) -> LAST, N CNAME links.
+chain() {
+	_prev=$1.e2e.test
+	_i=1
+	while [ "$_i" -lt "$2" ]; do
+		echo "$_prev CNAME $1-$_i.e2e.test"
+		_prev=$1-$_i.e2e.test
+		_i=$((_i + 1))
+	done
+	echo "$_prev CNAME $3"
+}
+{
+	chain ok8 8 a.e2e.test             # 8 links: the bound, allowed
+	chain long9 9 evil.e2e.test        # 9 links, the 9th to a denied name
+	chain through10 9 evilhop.e2e.test # 10 links, passing a denied name at the 9th
+	chain long9ok 9 a.e2e.test         # 9 links through no denied name: still refused
+} >> zone1
 sed -e 's/^pin.e2e.test .*/pin.e2e.test A 127.0.0.2 1/' \
     -e 's/^rebind.e2e.test .*/rebind.e2e.test A 10.3.3.3 1/' zone1 > zone2
 dns_start zone1
@@ -58,6 +80,7 @@ cat > open.policy <<EOF
 allow *.e2e.test 1024-65535
 allow intranet 1024-65535
 deny evil.e2e.test
+deny evilhop.e2e.test
 permit-range 127.0.0.0/8
 timeout dns 1s
 EOF
@@ -187,6 +210,20 @@ fi
 denied "a CNAME to a denied name" "$OPEN" alias.e2e.test denied-by-rule 403 02
 denied "a CNAME chain ending on a denied name" "$OPEN" chain.e2e.test denied-by-rule 403 02
 expect_eq "the denied target itself is refused before DNS" 0 "$(asked evil.e2e.test)"
+
+# --- CNAME chains past the bound, records outside the chain: dns-failure -----------------
+expect_eq "a chain of 8 links (the bound) through no denied name" "200 -
+first GET / 0" "$(get "$OPEN" ok8.e2e.test)"
+lm=$(log_mark)
+denied "a chain of 9 links whose 9th name is denied" "$OPEN" long9.e2e.test dns-failure 502 04
+expect_eq "... the log names the bound" 0 \
+    "$(wait_log 'host=long9.e2e.test .*reason=dns-failure why="CNAME chain longer than 8 links"' "$lm"; echo $?)"
+denied "a chain of 10 links passing a denied name at the 9th" "$OPEN" through10.e2e.test dns-failure 502 04
+denied "a chain of 9 links through no denied name" "$OPEN" long9ok.e2e.test dns-failure 502 04
+lm=$(log_mark)
+denied "a CNAME record outside the chain (owned by a denied name)" "$OPEN" stray.e2e.test dns-failure 502 04
+expect_eq "... the log says why" 0 \
+    "$(wait_log 'host=stray.e2e.test .*why="CNAME record outside the chain' "$lm"; echo $?)"
 
 # --- dns-failure, dns-timeout -------------------------------------------------------------
 denied "NXDOMAIN" "$OPEN" nx.e2e.test dns-failure 502 04

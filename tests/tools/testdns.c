@@ -18,14 +18,18 @@
  *
  *   NAME A     192.0.2.1      [TTL]     several A and several AAAA per name are fine
  *   NAME AAAA  2001:db8::1    [TTL]     TTL defaults to 60
- *   NAME CNAME target.name    [TTL]     must be the name's only entry
+ *   NAME CNAME target.name    [TTL]     must be the name's only entry (but for EXTRA)
+ *   NAME EXTRA other.name               an answer whose chain passes NAME also carries
+ *                                       other.name's CNAME record (owner written in full),
+ *                                       after NAME's own CNAME or before its addresses:
+ *                                       a record of no chain, as a hostile resolver sends
  *   NAME SILENT                         questions are read and never answered
  *   NAME SERVFAIL | NXDOMAIN | REFUSED  that answer for every type
  *
  * Names are case-insensitive, the trailing dot optional, labels of printable ASCII.
  * Unknown names get NXDOMAIN, a known name without the asked type NOERROR and no answer.
  * CNAME chains inside the zone are followed as a recursive resolver would (at most
- * TESTDNS_MAX_CHAIN links, so a loop gives SERVFAIL); a chain that ends outside the zone or
+ * TESTDNS_MAX_CHAIN links, more than egressd accepts, so a loop gives SERVFAIL); a chain that ends outside the zone or
  * on NXDOMAIN gives NXDOMAIN with the CNAMEs, on SERVFAIL or REFUSED gives SERVFAIL, on
  * SILENT no answer. A question of type CNAME gets the CNAME record itself, ANY gets NOERROR
  * and no answer. UDP answers above 512 octets carry TC and no records (EDNS is ignored).
@@ -64,7 +68,7 @@
 #define TESTDNS_NAME_TEXT (TESTDNS_MAX_NAME * 4 + 2)  /* every octet may become \DDD */
 #define TESTDNS_MAX_TTL 2147483647U  /* RFC 2181 8 */
 #define TESTDNS_DEF_TTL 60
-#define TESTDNS_MAX_CHAIN 8          /* CNAME links followed; one more is SERVFAIL */
+#define TESTDNS_MAX_CHAIN 16         /* CNAME links followed; one more is SERVFAIL */
 #define TESTDNS_MAX_POINTERS 16      /* compression pointers followed in one name */
 #define TESTDNS_UDP_MAX 512          /* RFC 1035 4.2.1; EDNS is not honoured */
 #define TESTDNS_MSG_MAX 65535        /* TCP length prefix */
@@ -92,6 +96,7 @@ enum zkind {
 	Z_A,
 	Z_AAAA,
 	Z_CNAME,
+	Z_EXTRA,                     /* rdata: a name whose CNAME record rides along */
 	Z_SILENT,                    /* this and below: the name's only entry */
 	Z_SERVFAIL,
 	Z_NXDOMAIN,
@@ -368,7 +373,7 @@ zone_kind(const char *s, enum zkind *kind)
 		const char *word;
 		enum zkind kind;
 	} kinds[] = {
-		{ "A", Z_A }, { "AAAA", Z_AAAA }, { "CNAME", Z_CNAME },
+		{ "A", Z_A }, { "AAAA", Z_AAAA }, { "CNAME", Z_CNAME }, { "EXTRA", Z_EXTRA },
 		{ "SILENT", Z_SILENT }, { "SERVFAIL", Z_SERVFAIL },
 		{ "NXDOMAIN", Z_NXDOMAIN }, { "REFUSED", Z_REFUSED },
 	};
@@ -434,8 +439,8 @@ zone_line(char *line, const char *path, size_t lineno)
 	if (nfield < 2)
 		zone_fail(path, lineno, "missing type after the name", field[0]);
 	if (zone_kind(field[1], &r->kind) == -1)
-		zone_fail(path, lineno, "unknown type (A AAAA CNAME SILENT SERVFAIL NXDOMAIN "
-		    "REFUSED)", field[1]);
+		zone_fail(path, lineno, "unknown type (A AAAA CNAME EXTRA SILENT SERVFAIL "
+		    "NXDOMAIN REFUSED)", field[1]);
 	if (r->kind >= Z_SILENT && nfield != 2)
 		zone_fail(path, lineno, "this type takes no value", field[1]);
 	if (r->kind < Z_SILENT && nfield < 3)
@@ -453,6 +458,7 @@ zone_line(char *line, const char *path, size_t lineno)
 		r->rdlen = 16;
 		break;
 	case Z_CNAME:
+	case Z_EXTRA:
 		if ((why = name_from_text(field[2], r->rdata, &r->rdlen)) != NULL)
 			zone_fail(path, lineno, why, field[2]);
 		break;
@@ -470,7 +476,8 @@ zone_line(char *line, const char *path, size_t lineno)
 		if (zone[i].kind >= Z_SILENT || r->kind >= Z_SILENT)
 			zone_fail(path, lineno, "SILENT, SERVFAIL, NXDOMAIN and REFUSED must be "
 			    "their name's only entry", field[0]);
-		if (zone[i].kind == Z_CNAME || r->kind == Z_CNAME)
+		if ((zone[i].kind == Z_CNAME && r->kind != Z_EXTRA) ||
+		    (r->kind == Z_CNAME && zone[i].kind != Z_EXTRA))
 			zone_fail(path, lineno, "a CNAME must be its name's only entry", field[0]);
 	}
 	nzone++;
@@ -561,6 +568,30 @@ wb_put_rr(struct wbuf *w, size_t owner_off, const uint8_t *owner, size_t ownerle
 full:
 	w->len = mark;
 	return -1;
+}
+
+/*
+ * The EXTRA entries of name: for each, the CNAME record of the name it gives, its owner
+ * written in full (it continues nothing before it). Returns -1 when one did not fit.
+ */
+static int
+put_extras(struct wbuf *w, const uint8_t *name, size_t namelen, size_t *ancount)
+{
+	for (size_t i = 0; i < nzone; i++) {
+		struct zfind other;
+		size_t rdata_off;
+
+		if (zone[i].kind != Z_EXTRA || !zone_name_eq(&zone[i], name, namelen))
+			continue;
+		zone_find(zone[i].rdata, zone[i].rdlen, &other);
+		if (other.cname == NULL)
+			continue;
+		if (wb_put_rr(w, 0x4000, other.cname->name, other.cname->namelen, other.cname,
+		    &rdata_off) == -1)
+			return -1;
+		(*ancount)++;
+	}
+	return 0;
 }
 
 static enum parse_result
@@ -729,8 +760,16 @@ answer(const uint8_t *msg, size_t msglen, uint8_t *out, size_t cap, bool udp)
 		}
 		ancount++;
 		owner_off = rdata_off;
+		if (put_extras(&w, name, namelen, &ancount) == -1) {
+			tc = true;
+			goto done;
+		}
 		name = zf.cname->rdata;
 		namelen = zf.cname->rdlen;
+	}
+	if (q.qtype != DNS_T_ANY && put_extras(&w, name, namelen, &ancount) == -1) {
+		tc = true;
+		goto done;
 	}
 	for (size_t i = 0; i < nzone && q.qtype != DNS_T_ANY; i++) {
 		const struct zrec *r = &zone[i];
