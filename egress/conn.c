@@ -112,7 +112,11 @@ struct conn {
 	char *sni;                   /* the server_name of the first ClientHello */
 };
 
-/* The client bytes a guard may hold: one ClientHello and its record headers. */
+/*
+ * The client bytes a guard may hold: one ClientHello and its record headers, and the
+ * ChangeCipherSpec records a client may send before it (tls_scan holds them with the
+ * hello, so that nothing flows before the hello is judged; they count against this).
+ */
 #define CONN_GUARD_HOLD (EGRESS_TLS_HELLO_MAX + 1024)
 
 struct conn_guard {
