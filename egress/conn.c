@@ -118,7 +118,11 @@ struct conn_http {
 	struct http_request req;
 };
 
-/* The client bytes a guard may hold: one ClientHello and its record headers. */
+/*
+ * The client bytes a guard may hold: one ClientHello and its record headers, and the
+ * ChangeCipherSpec records a client may send before it (tls_scan holds them with the
+ * hello, so that nothing flows before the hello is judged; they count against this).
+ */
 #define CONN_GUARD_HOLD (EGRESS_TLS_HELLO_MAX + 1024)
 
 struct conn_guard {

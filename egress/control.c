@@ -13,6 +13,13 @@
  *
  * Answers are {"ok":true,...} or {"ok":false,"error":"..."}. A lease principal lives as
  * long as the control connection that created it.
+ *
+ * Trusts root on the control socket. On the lease socket trusts nothing but the kernel's
+ * SO_PEERCRED: any member of the lease group may connect, so the two sockets draw on
+ * separate slots (EGRESSD_CTL_CLIENTS, EGRESSD_LEASE_CLIENTS), one peer uid holds at most
+ * EGRESSD_LEASE_PER_UID lease connections, and a lease connection that holds no lease is
+ * closed after EGRESSD_LEASE_IDLE_S without a complete request. A member of the group can
+ * then neither lock root out nor keep the other members' slots with silent connections.
  */
 #include "config.h"
 
@@ -32,7 +39,6 @@
 
 #include "egressd.h"
 
-#define CTL_MAX_CLIENTS 64
 #define CTL_OUT_MAX (256 * 1024)    /* replies queued to one client before it must read */
 
 struct ctl_client {
@@ -42,11 +48,12 @@ struct ctl_client {
 	gid_t gid;
 	struct principal *leased[16]; /* principals this connection holds */
 	size_t nleased;
+	struct event *idle;          /* lease socket: armed while it holds no lease */
 	TAILQ_ENTRY(ctl_client) entry;
 };
 
 static TAILQ_HEAD(, ctl_client) ctl_clients = TAILQ_HEAD_INITIALIZER(ctl_clients);
-static size_t ctl_nclients;
+static size_t ctl_nctl, ctl_nlease;     /* open connections on each socket */
 static int ctl_fd = -1, lease_fd = -1;
 static struct event *ctl_ev, *lease_ev;
 static char *ctl_path, *lease_path;
@@ -68,6 +75,24 @@ static void
 ctl_error(struct ctl_client *cl, const char *msg)
 {
 	ctl_reply(cl, json_pack("{s:b,s:s}", "ok", 0, "error", msg));
+}
+
+/*
+ * A lease connection that holds no lease has EGRESSD_LEASE_IDLE_S from its last complete
+ * request (or from its accept) to send the next; one that holds a lease has no deadline,
+ * since the lease lives exactly as long as the connection.
+ */
+static void
+ctl_idle_arm(struct ctl_client *cl)
+{
+	struct timeval tv = { EGRESSD_LEASE_IDLE_S, 0 };
+
+	if (cl->idle == NULL)
+		return;
+	if (cl->nleased > 0)
+		evtimer_del(cl->idle);
+	else
+		evtimer_add(cl->idle, &tv);
 }
 
 static json_t *
@@ -325,9 +350,28 @@ ctl_client_free(struct ctl_client *cl)
 		principal_remove(p, "lease-ended");
 	}
 	TAILQ_REMOVE(&ctl_clients, cl, entry);
-	ctl_nclients--;
+	if (cl->lease_only)
+		ctl_nlease--;
+	else
+		ctl_nctl--;
+	if (cl->idle != NULL)
+		event_free(cl->idle);
 	bufferevent_free(cl->bev);
 	free(cl);
+}
+
+static void
+ctl_idle_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct ctl_client *cl = arg;
+
+	(void)fd;
+	(void)what;
+	if (cl->nleased > 0)
+		return;
+	log_warn("event=control-closed socket=lease uid=%d why=idle idle_s=%d", (int)cl->uid,
+	    EGRESSD_LEASE_IDLE_S);
+	ctl_client_free(cl);
 }
 
 void
@@ -336,6 +380,8 @@ control_lease_lost(struct ctl_client *cl, struct principal *p)
 	for (size_t i = 0; i < cl->nleased; i++)
 		if (cl->leased[i] == p) {
 			cl->leased[i] = cl->leased[--cl->nleased];
+			/* Its last lease removed: from now on an unused connection. */
+			ctl_idle_arm(cl);
 			return;
 		}
 }
@@ -356,6 +402,7 @@ ctl_read_cb(struct bufferevent *bev, void *arg)
 	    (line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF)) != NULL) {
 		ctl_dispatch(cl, line, len);
 		free(line);
+		ctl_idle_arm(cl);
 	}
 	if (evbuffer_get_length(bufferevent_get_output(bev)) > CTL_OUT_MAX) {
 		bufferevent_disable(bev, EV_READ);
@@ -385,6 +432,37 @@ ctl_event_cb(struct bufferevent *bev, short what, void *arg)
 		ctl_client_free(arg);
 }
 
+/* Lease connections of one peer uid; bounded by EGRESSD_LEASE_CLIENTS. */
+static size_t
+ctl_lease_count(uid_t uid)
+{
+	const struct ctl_client *cl;
+	size_t n = 0;
+
+	TAILQ_FOREACH(cl, &ctl_clients, entry)
+		if (cl->lease_only && cl->uid == uid)
+			n++;
+	return n;
+}
+
+/* Why a connection may not be served, or NULL. */
+static const char *
+ctl_refusal(bool lease_only, const struct ucred *cred)
+{
+	if (!lease_only) {
+		/* The control socket is for root and egressd's user. */
+		if (cred->uid != 0 && cred->uid != geteuid())
+			return "not-root";
+		return ctl_nctl >= EGRESSD_CTL_CLIENTS ? "slots-full" : NULL;
+	}
+	/* The lease socket's mode and group say who may lease; these say how much. */
+	if (ctl_nlease >= EGRESSD_LEASE_CLIENTS)
+		return "slots-full";
+	if (ctl_lease_count(cred->uid) >= EGRESSD_LEASE_PER_UID)
+		return "uid-cap";
+	return NULL;
+}
+
 static void
 ctl_accept_cb(evutil_socket_t lfd, short what, void *arg)
 {
@@ -392,18 +470,22 @@ ctl_accept_cb(evutil_socket_t lfd, short what, void *arg)
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	bool lease_only = arg != NULL;
+	const char *why;
 	int fd;
 
 	(void)what;
 	if ((fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) == -1)
 		return;
 	memset(&cred, 0, sizeof(cred));
-	/* The control socket is for root and egressd's user; the lease socket's mode and
-	 * group say who may lease. */
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1 ||
-	    (!lease_only && cred.uid != 0 && cred.uid != geteuid()) ||
-	    ctl_nclients >= CTL_MAX_CLIENTS) {
-		log_warn("event=control-refused uid=%d", (int)cred.uid);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1)
+		why = "no-peercred";
+	else
+		why = ctl_refusal(lease_only, &cred);
+	if (why != NULL) {
+		log_warn("event=control-refused socket=%s uid=%d why=%s open=%zu max=%d",
+		    lease_only ? "lease" : "control", (int)cred.uid, why,
+		    lease_only ? ctl_nlease : ctl_nctl,
+		    lease_only ? EGRESSD_LEASE_CLIENTS : EGRESSD_CTL_CLIENTS);
 		close(fd);
 		return;
 	}
@@ -416,7 +498,18 @@ ctl_accept_cb(evutil_socket_t lfd, short what, void *arg)
 	bufferevent_setwatermark(cl->bev, EV_READ, 0, EGRESSD_CTL_LINE_MAX + 1);
 	bufferevent_enable(cl->bev, EV_READ | EV_WRITE);
 	TAILQ_INSERT_TAIL(&ctl_clients, cl, entry);
-	ctl_nclients++;
+	if (lease_only) {
+		ctl_nlease++;
+		/* No timer, no deadline: such a connection is not served at all. */
+		if ((cl->idle = evtimer_new(egressd_base, ctl_idle_cb, cl)) == NULL) {
+			log_warn("event=control-refused socket=lease uid=%d why=no-memory",
+			    (int)cred.uid);
+			ctl_client_free(cl);
+			return;
+		}
+		ctl_idle_arm(cl);
+	} else
+		ctl_nctl++;
 }
 
 static int

@@ -30,6 +30,17 @@
 #define EGRESSD_CONNECT_STAGGER_MS 250 /* RFC 8305 connection attempt delay */
 #define EGRESSD_GRACE_DEFAULT 5      /* seconds of drain on SIGTERM */
 #define EGRESSD_CTL_LINE_MAX 8192    /* one control request */
+/*
+ * Control connections. The control socket (root) and the lease socket (the lease group)
+ * draw on separate slots, so that no member of the group can lock root out; on the lease
+ * socket one peer uid (SO_PEERCRED) holds at most EGRESSD_LEASE_PER_UID of them, and one
+ * that holds no lease is closed when it has sent no complete request for
+ * EGRESSD_LEASE_IDLE_S (a lease lives as long as its connection, SPEC "Leases").
+ */
+#define EGRESSD_CTL_CLIENTS 16       /* control socket connections */
+#define EGRESSD_LEASE_CLIENTS 128    /* lease socket connections, all uids */
+#define EGRESSD_LEASE_PER_UID 16     /* lease socket connections of one peer uid */
+#define EGRESSD_LEASE_IDLE_S 10      /* a lease connection without a lease, silent */
 #define EGRESSD_DENY_BURST 100       /* denials per second per principal written one by one */
 #define EGRESSD_DENY_SLOTS 256       /* distinct collapsed denials kept per second */
 #define EGRESSD_TALLY_MAX 256        /* destinations in a lease's summary */

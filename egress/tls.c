@@ -21,6 +21,24 @@
  *    TLSCiphertext bound of RFC 5246 s6.2.3), and any content type byte with a sound
  *    version and length ends inspection. A header that is not sound (after the first
  *    unit too: "GET " where a record should start) is an error, never the end.
+ *  - What is TLS: a stream whose first record is a TLS record, content type 20..24
+ *    (change_cipher_spec, alert, handshake, application_data, and heartbeat, RFC 6520)
+ *    with record version major 3. Classifying only a handshake record as TLS let six bytes
+ *    of ChangeCipherSpec turn a stream into "not TLS", and a foreign hello behind them pass
+ *    `sni match` unread. A first byte 0x16 is TLS whatever follows (a bad version is then
+ *    an error); a first byte 20, 21, 23 or 24 needs major 3 as well, since servers refuse
+ *    any other record version and the rest of the byte range stays open to other
+ *    protocols. An SSLv2-format hello (RFC 5246 App. E.2: length with the high bit, then
+ *    msg_type 1) is refused as malformed, since it carries no server_name; other bytes
+ *    are not TLS.
+ *  - Before the first ClientHello, whole ChangeCipherSpec records (the one byte 0x01) are
+ *    walked over and become part of the hello's unit, so that they are held and released
+ *    with it: nothing reaches the upstream before the hello is judged, and what is held
+ *    stays within what the caller bounds (CONN_GUARD_HOLD). Any other record before it
+ *    (an alert, application data, heartbeat, an unknown type) is malformed rather than the
+ *    end of inspection: no key exists yet, so none of it is ciphertext of this session,
+ *    and ending there would leave the only ClientHello unread while a server that skips
+ *    such records (OpenSSL ignores warning alerts before a TLS 1.2 handshake) reads it.
  *  - The first unit of a stream must be a ClientHello. A handshake record carrying another
  *    message on the first call is malformed rather than the end of inspection: otherwise
  *    sixteen crafted bytes would let any protocol through `sni required`. On later calls
@@ -64,7 +82,12 @@
 #include "tls.h"
 
 #define TLS_CT_CHANGE_CIPHER_SPEC 20
+#define TLS_CT_ALERT 21
 #define TLS_CT_HANDSHAKE 22
+#define TLS_CT_APPLICATION_DATA 23
+#define TLS_CT_HEARTBEAT 24
+#define TLS_CT_FIRST TLS_CT_CHANGE_CIPHER_SPEC   /* content types that make a stream TLS */
+#define TLS_CT_LAST TLS_CT_HEARTBEAT
 
 #define TLS_RECORD_HEADER 5            /* type, version (2), length (2) */
 #define TLS_VERSION_MAJOR 3
@@ -425,7 +448,7 @@ tls_record_header(const uint8_t *p, size_t have, bool in_hello, struct tls_resul
 	return 1;
 }
 
-/* The first byte is not a handshake record: not TLS, or an SSLv2-format hello. */
+/* The first byte is not a TLS content type: not TLS, or an SSLv2-format hello. */
 static void
 tls_not_tls(const uint8_t *buf, size_t len, struct tls_result *res)
 {
@@ -440,6 +463,71 @@ tls_not_tls(const uint8_t *buf, size_t len, struct tls_result *res)
 	res->unit = TLS_NOT_TLS;
 }
 
+static const char *
+tls_before_hello(uint8_t type)
+{
+	switch (type) {
+	case TLS_CT_ALERT:
+		return "alert before the ClientHello";
+	case TLS_CT_APPLICATION_DATA:
+		return "application data before the ClientHello";
+	case TLS_CT_HEARTBEAT:
+		return "heartbeat before the ClientHello";
+	default:
+		return "record of another type before the ClientHello";
+	}
+}
+
+/*
+ * The start of a stream: is it TLS, and where does its first handshake record begin after
+ * the ChangeCipherSpec records before it? Returns 1 with *skip set (a byte of that record
+ * is in buf), 0 when bytes are missing (res NEED_MORE), -1 when res says the answer
+ * (NOT_TLS or an error).
+ */
+static int
+tls_first(const uint8_t *buf, size_t len, struct tls_result *res, size_t *skip)
+{
+	size_t off = 0, rlen;
+	uint8_t type;
+	int r;
+
+	if (buf[0] < TLS_CT_FIRST || buf[0] > TLS_CT_LAST) {
+		tls_not_tls(buf, len, res);
+		return res->unit == TLS_NEED_MORE ? 0 : -1;
+	}
+	if (buf[0] != TLS_CT_HANDSHAKE) {
+		if (len < 2)
+			return 0;
+		if (buf[1] != TLS_VERSION_MAJOR) {
+			res->unit = TLS_NOT_TLS;
+			return -1;
+		}
+	}
+	/* Bound: every pass moves off past a whole CCS record (6 bytes of buf) or returns. */
+	for (;;) {
+		if (len - off < 1)
+			return 0;
+		if (buf[off] == TLS_CT_HANDSHAKE) {
+			*skip = off;
+			return 1;
+		}
+		if (buf[off] != TLS_CT_CHANGE_CIPHER_SPEC) {
+			tls_fail(res, tls_before_hello(buf[off]));
+			return -1;
+		}
+		r = tls_record_header(buf + off, len - off, false, res, &type, &rlen);
+		if (r <= 0)
+			return r;
+		if (len - off < TLS_RECORD_HEADER + TLS_CCS_LEN)
+			return 0;
+		if (buf[off + TLS_RECORD_HEADER] != TLS_CCS_VALUE) {
+			tls_fail(res, "ChangeCipherSpec value is not 1");
+			return -1;
+		}
+		off += TLS_RECORD_HEADER + TLS_CCS_LEN;
+	}
+}
+
 void
 tls_scan(const uint8_t *buf, size_t len, bool first, uint8_t *scratch,
     size_t scratch_len, struct tls_result *res)
@@ -449,6 +537,7 @@ tls_scan(const uint8_t *buf, size_t len, bool first, uint8_t *scratch,
 	size_t total = 0;           /* header + body of the message, once nhs is 4 */
 	size_t got = 0;             /* message bytes in the complete records walked */
 	size_t off = 0;             /* where the current record starts in buf */
+	size_t skip = 0;            /* first call: the CCS records before the hello */
 	size_t rlen = 0, avail, i;
 	uint8_t type = 0;
 	int r;
@@ -457,9 +546,12 @@ tls_scan(const uint8_t *buf, size_t len, bool first, uint8_t *scratch,
 	res->unit = TLS_NEED_MORE;
 	if (len == 0)
 		return;
-	if (first && buf[0] != TLS_CT_HANDSHAKE) {
-		tls_not_tls(buf, len, res);
-		return;
+	if (first) {
+		if (tls_first(buf, len, res, &skip) <= 0)
+			return;
+		/* The hello's records are walked from here; its unit covers the CCS too. */
+		buf += skip;
+		len -= skip;
 	}
 
 	/*
@@ -538,7 +630,7 @@ tls_scan(const uint8_t *buf, size_t len, bool first, uint8_t *scratch,
 	if (r == -1)
 		return;
 	res->unit = TLS_HELLO;
-	res->len = off;
+	res->len = skip + off;
 }
 
 /*

@@ -21,7 +21,7 @@
 
 enum tls_unit {
 	TLS_NEED_MORE = 0,   /* the next unit is not complete in buf yet */
-	TLS_NOT_TLS,         /* first call only: the stream does not start like TLS */
+	TLS_NOT_TLS,         /* first call only: the stream does not start with a TLS record */
 	TLS_HELLO,           /* a complete ClientHello, in the first `len` bytes of records */
 	TLS_PASS,            /* a ChangeCipherSpec record: `len` bytes may go on, keep looking */
 	TLS_END,             /* a record that ends inspection: everything from here flows */
@@ -44,10 +44,13 @@ struct tls_result {
 
 /*
  * Classifies the next unit at the start of buf (the client bytes not yet released).
- * first: nothing of this stream was classified yet (only then can the answer be
- * TLS_NOT_TLS: the first byte is not 0x16, or the stream is an SSLv2-format hello, which
- * is TLS_ERROR). A ClientHello is reassembled across records (every record before it is
- * complete must be a handshake record) and across any split of buf.
+ * first: nothing of this stream was classified yet. Only then can the answer be
+ * TLS_NOT_TLS: the stream does not start with a TLS record (content type 20..24 with
+ * record version major 3, or any record of type 22); an SSLv2-format hello is TLS_ERROR.
+ * On a first call ChangeCipherSpec records before the ClientHello belong to its unit
+ * (TLS_HELLO's len covers them), and any other record before it is TLS_ERROR. A
+ * ClientHello is reassembled across records (every record before it is complete must be a
+ * handshake record) and across any split of buf.
  */
 void tls_scan(const uint8_t *buf, size_t len, bool first, uint8_t *scratch,
     size_t scratch_len, struct tls_result *res);

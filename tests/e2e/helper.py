@@ -535,11 +535,15 @@ def cmd_tunnel(args):
         # "echoed" when every byte came back, else what happened.
         if args.malformed:
             data = tls_records(b"\x01\x00\x00\x06\x03\x03\x00\x00\x00\x00\x00\x00"[:10], 1)
+        elif args.openssl_hello:
+            data = openssl_hello(args.sni[0] if args.sni else None)
         else:
             names = [n for n in args.sni if n]
             data = tls_records(client_hello(names, args.ech), args.records)
         if args.appdata:
             data += tls_records(os.urandom(300), 1, 0x17)
+        # Records before the hello (--before HEX, e.g. a ChangeCipherSpec 140303000101).
+        data = b"".join(bytes.fromhex(b) for b in args.before) + data
         try:
             send_maybe_split(s, data, args.split_hello)
         except (BrokenPipeError, ConnectionResetError):
@@ -622,6 +626,21 @@ def client_hello(names, ech=False):
     body = b"\x03\x03" + os.urandom(32) + b"\x00" + b"\x00\x02\x13\x01" + b"\x01\x00" + \
         struct.pack(">H", len(exts)) + exts
     return b"\x01" + struct.pack(">I", len(body))[1:] + body
+
+
+def openssl_hello(name):
+    """The ClientHello records Python's ssl (OpenSSL) writes first, SNI name."""
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    inc, outg = ssl.MemoryBIO(), ssl.MemoryBIO()
+    obj = ctx.wrap_bio(inc, outg, server_hostname=name)
+    try:
+        obj.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    return outg.read()
 
 
 def tls_records(msg, n, ctype=0x16):
@@ -994,6 +1013,8 @@ def main():
     p.add_argument("--split-hello", action="store_true")
     p.add_argument("--malformed", action="store_true")
     p.add_argument("--appdata", action="store_true")
+    p.add_argument("--openssl-hello", action="store_true")
+    p.add_argument("--before", action="append", default=[])
     p.add_argument("--wait-bytes", type=int, default=0)
     p.add_argument("--send")
     p.add_argument("--data", default="")

@@ -3,9 +3,11 @@
 # name the requested host exactly once and carry no ECH (else sni-mismatch, sni-missing,
 # sni-malformed, sni-ech: the tunnel closes, a deny receipt, and not one byte reaches the
 # upstream); a request by IP literal may omit it; a hello split over records or segments
-# is reassembled; inspection ends at application data; other protocols pass. `sni
-# required` refuses what is not TLS (not-tls); `sni off` inspects nothing. Real clients:
-# curl to openssl s_server passes, curl with --connect-to (SNI of another name) is refused.
+# is reassembled; a ChangeCipherSpec before the hello does not hide it, an alert or
+# application data before it is refused; inspection ends at application data after the
+# hello; other protocols pass. `sni required` refuses what is not TLS (not-tls); `sni off`
+# inspects nothing. Real clients: curl to openssl s_server passes, curl with --connect-to
+# (SNI of another name) is refused, OpenSSL's hello (Python ssl) behind a CCS is inspected.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/e2e/lib.sh"
 e2e_need curl socat openssl
 cd "$WORK" || exit 1
@@ -90,6 +92,30 @@ hello "a hello sent byte by byte: passes" "$M" s.e2e.test echoed "open s.e2e.tes
     --sni s.e2e.test --split-hello
 hello "the hello and application data: inspection ends, both pass" "$M" s.e2e.test echoed \
     "open s.e2e.test s.e2e.test" --sni s.e2e.test --appdata
+# A ChangeCipherSpec record before the first ClientHello makes the stream TLS, not "other
+# traffic": the hello behind it (a real one, written by OpenSSL through Python's ssl) is
+# inspected and must still name the host. Other records before it are refused.
+CCS=140303000101
+hello "a CCS, then OpenSSL's hello for the host: passes" "$M" s.e2e.test echoed \
+    "open s.e2e.test s.e2e.test" --openssl-hello --sni s.e2e.test --before $CCS
+hello "a CCS, then OpenSSL's hello for another name: sni-mismatch" "$M" s.e2e.test \
+    "closed after 0" "deny sni-mismatch s.e2e.test other.e2e.test" --openssl-hello \
+    --sni other.e2e.test --before $CCS
+hello "three CCS, then a hello for another name: sni-mismatch" "$M" s.e2e.test \
+    "closed after 0" "deny sni-mismatch s.e2e.test other.e2e.test" --openssl-hello \
+    --sni other.e2e.test --before $CCS --before $CCS --before $CCS
+hello "a CCS, then a hello for another name, byte by byte: sni-mismatch" "$M" s.e2e.test \
+    "closed after 0" "deny sni-mismatch s.e2e.test other.e2e.test" --openssl-hello \
+    --sni other.e2e.test --before $CCS --split-hello
+# CCS records count against what the guard holds (CONN_GUARD_HOLD, 33 KiB): 34 KiB of
+# them, then a hello, is refused without a byte upstream.
+hello "34 KiB of CCS before the hello: beyond what the guard holds, sni-malformed" "$M" \
+    s.e2e.test "closed after 0" "deny sni-malformed s.e2e.test -" --openssl-hello --sni s.e2e.test \
+    --before "$("$E2E_PY" -c "print('$CCS' * 5800)")"
+hello "an alert before the hello: sni-malformed" "$M" s.e2e.test "closed after 0" \
+    "deny sni-malformed s.e2e.test -" --openssl-hello --sni s.e2e.test --before 15030300020100
+hello "application data before the hello: sni-malformed" "$M" s.e2e.test "closed after 0" \
+    "deny sni-malformed s.e2e.test -" --openssl-hello --sni s.e2e.test --before 170303000100
 expect_eq "sni match: a protocol that is not TLS passes" "00
 echo-ok" "$(py tunnel socks5 "$M" s.e2e.test "$ECHO" --mode echo)"
 

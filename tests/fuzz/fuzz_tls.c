@@ -7,6 +7,11 @@
  *  - walked unit by unit as egressd does (first call, then the rest while the unit is
  *    HELLO or PASS), every len lies within what was given and is non-zero for HELLO and
  *    PASS, NOT_TLS comes only on a first call, an ERROR carries sni-malformed and a why;
+ *  - a stream that starts with a TLS record (type 0x16, or 20..24 with version major 3)
+ *    is never NOT_TLS: no record before the hello (a ChangeCipherSpec) makes the guard
+ *    stop looking;
+ *  - a first-call HELLO covers only whole ChangeCipherSpec records before the hello's
+ *    first handshake record;
  *  - a reported SNI is canonical: host_parse reads it back to itself, as a name;
  *  - raw points into the input or the scratch buffer;
  *  - the prefix rule: the input cut at input[0] % size answers NEED_MORE or exactly what
@@ -23,6 +28,9 @@
 
 #include "tls.h"
 
+#define FUZZ_CT_FIRST 20        /* change_cipher_spec: the first TLS content type ... */
+#define FUZZ_CT_HANDSHAKE 22
+#define FUZZ_CT_LAST 24         /* ... heartbeat, the last one that makes a stream TLS */
 #define FUZZ_UNITS_MAX 64       /* units walked per input: HELLO/PASS sequences are short */
 
 static uint8_t scratch[EGRESS_TLS_SCRATCH];
@@ -81,6 +89,19 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	tls_scan(data, size, true, scratch, sizeof(scratch), &whole);
 	fuzz_check(&whole, data, size, true);
+	if (whole.unit == TLS_NOT_TLS && size >= 2 && (data[0] == FUZZ_CT_HANDSHAKE ||
+	    (data[0] >= FUZZ_CT_FIRST && data[0] <= FUZZ_CT_LAST && data[1] == 3)))
+		abort();
+	if (whole.unit == TLS_HELLO) {
+		/* Bound: each pass moves off past a CCS record within whole.len. */
+		for (off = 0; off < whole.len && data[off] != FUZZ_CT_HANDSHAKE; off += 6)
+			if (whole.len - off < 6 || memcmp(data + off, "\x14\x03", 2) != 0 ||
+			    data[off + 3] != 0 || data[off + 4] != 1 || data[off + 5] != 1)
+				abort();
+		if (off >= whole.len)
+			abort();
+		off = 0;
+	}
 
 	/* As egressd walks it: bounded by FUZZ_UNITS_MAX, each step takes len > 0 bytes. */
 	r = whole;

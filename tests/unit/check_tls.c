@@ -966,9 +966,28 @@ static const struct {
 	{ S("SSH-2.0-OpenSSH_9.2p1\r\n"), true, TLS_NOT_TLS, 1 },
 	{ S("\x05\x01\x00"), true, TLS_NOT_TLS, 1 },
 	{ S("\x00\x00\x00\x00"), true, TLS_NOT_TLS, 1 },
-	{ S("\x15\x03\x01\x00\x02\x02\x28"), true, TLS_NOT_TLS, 1 },   /* an alert first */
-	{ S("\x14\x03\x03\x00\x01\x01"), true, TLS_NOT_TLS, 1 },       /* CCS first */
-	{ S("\x17\x03\x03\x00\x01\x00"), true, TLS_NOT_TLS, 1 },
+	/*
+	 * A TLS record first (content type 20..24, version 3.x) is TLS: a CCS waits for the
+	 * hello, anything else before a ClientHello is refused (decided by type and major).
+	 */
+	{ S("\x15\x03\x01\x00\x02\x02\x28"), true, TLS_ERROR, 2 },     /* an alert first */
+	{ S("\x14\x03\x03\x00\x01\x01"), true, TLS_NEED_MORE, 0 },     /* CCS first */
+	{ S("\x17\x03\x03\x00\x01\x00"), true, TLS_ERROR, 2 },         /* application data */
+	{ S("\x18\x03\x03\x00\x03\x01\x00\x00"), true, TLS_ERROR, 2 }, /* heartbeat */
+	{ S("\x15\x03\x09\x00\x02"), true, TLS_ERROR, 2 },
+	{ S("\x14\x03\x05\x00\x01\x01"), true, TLS_ERROR, 3 },         /* above 3.4 */
+	{ S("\x14\x03\x03\x00\x02\x01\x01"), true, TLS_ERROR, 5 },     /* two bytes */
+	{ S("\x14\x03\x03\x00\x01\x02"), true, TLS_ERROR, 6 },         /* value not 1 */
+	{ S("\x14\x03\x03\x00\x01\x01\x15\x03\x03\x00\x02\x01\x00"), true, TLS_ERROR, 7 },
+	{ S("\x14\x03\x03\x00\x01\x01\x17\x03\x03\x00\x01\x00"), true, TLS_ERROR, 7 },
+	{ S("\x14\x03\x03\x00\x01\x01GET / HTTP/1.1\r\n"), true, TLS_ERROR, 7 },
+	{ S("\x14\x03\x03\x00\x01\x01\x16\x03\x03\x00\x04\x02"), true, TLS_ERROR, 12 },
+	/* those types with another version byte, and other types, are not TLS records */
+	{ S("\x14\x00\x00\x00\x01\x01"), true, TLS_NOT_TLS, 2 },
+	{ S("\x15\x02\x00"), true, TLS_NOT_TLS, 2 },
+	{ S("\x17\x7f"), true, TLS_NOT_TLS, 2 },
+	{ S("\x13\x03\x03\x00\x01\x01"), true, TLS_NOT_TLS, 1 },
+	{ S("\x19\x03\x03\x00\x01\x01"), true, TLS_NOT_TLS, 1 },
 	/* SSLv2-format hello (RFC 5246 App. E.2), as tlsfuzzer sends it */
 	{ S("\x80\x2e\x01\x03\x01\x00\x15\x00\x00\x00\x10\x00\x00\x39\x00\x00\x38"),
 	    true, TLS_ERROR, 3 },
@@ -1071,6 +1090,112 @@ START_TEST(test_first_not_hello)
 	    "not a ClientHello");
 	/* decided by the message type alone */
 	expect_error((const uint8_t *)"\x16\x03\x01\x00\x04\x14", 6, true, "not a ClientHello");
+}
+END_TEST
+
+/* --- ChangeCipherSpec records before the first ClientHello ----------------------------- */
+
+static const struct sn_entry other_sn = { 0, S("other.example") };
+
+static const struct {
+	const char *what;
+	size_t nccs;                /* CCS records first */
+	const struct sn_entry *sn;  /* the hello's name; NULL: example.com */
+	size_t cut;                 /* 0: the hello in one record; else cut there in two */
+	bool no_hello;              /* after goes right after the CCS records */
+	const char *after;          /* bytes after (the hello, or the CCS records) */
+	size_t after_len;
+	enum tls_unit want;
+	const char *why;            /* ERROR: a part of the reason */
+} ccs_first[] = {
+	{ "CCS, hello", 1, NULL, 0, false, NULL, 0, TLS_HELLO, NULL },
+	{ "CCS, hello naming another host", 1, &other_sn, 0, false, NULL, 0, TLS_HELLO, NULL },
+	{ "three CCS, hello", 3, NULL, 0, false, NULL, 0, TLS_HELLO, NULL },
+	{ "three CCS, hello naming another host", 3, &other_sn, 0, false, NULL, 0, TLS_HELLO,
+	    NULL },
+	{ "CCS, hello over two records", 1, NULL, 4, false, NULL, 0, TLS_HELLO, NULL },
+	{ "CCS, hello over two records, another host", 2, &other_sn, 30, false, NULL, 0,
+	    TLS_HELLO, NULL },
+	{ "CCS, hello, CCS, data: the hello's unit ends with it", 1, NULL, 0, false,
+	    S("\x14\x03\x03\x00\x01\x01\x17\x03\x03\x00\x01\x00"), TLS_HELLO, NULL },
+	{ "CCS, alert", 1, NULL, 0, true, S("\x15\x03\x03\x00\x02\x01\x00"), TLS_ERROR,
+	    "alert before the ClientHello" },
+	{ "CCS, application data", 2, NULL, 0, true, S("\x17\x03\x03\x00\x01\x00"),
+	    TLS_ERROR, "application data before the ClientHello" },
+	{ "CCS, heartbeat", 1, NULL, 0, true, S("\x18\x03\x03\x00\x03\x01\x00\x00"),
+	    TLS_ERROR, "before the ClientHello" },
+	{ "CCS, an unknown type", 1, NULL, 0, true, S("\x00\x03\x03\x00\x01\x00"), TLS_ERROR,
+	    "before the ClientHello" },
+	{ "CCS, a CCS of value 2", 1, NULL, 0, true, S("\x14\x03\x03\x00\x01\x02"),
+	    TLS_ERROR, "ChangeCipherSpec value is not 1" },
+	{ "CCS, a handshake message that is not a ClientHello", 1, NULL, 0, true,
+	    S("\x16\x03\x03\x00\x04\x10\x00\x00\x00"), TLS_ERROR, "not a ClientHello" },
+	{ "CCS, an empty handshake record", 1, NULL, 0, true, S("\x16\x03\x03\x00\x00"),
+	    TLS_ERROR, "empty handshake record" },
+	{ "CCS, junk", 1, NULL, 0, true, S("GET / HTTP/1.1\r\n"), TLS_ERROR, NULL },
+};
+
+START_TEST(test_ccs_first)
+{
+	struct spec sp = { .sid = 32 };
+	static struct wr stream;
+	size_t i, hlen = 0;
+	struct out o;
+
+	sp.sn = ccs_first[_i].sn;
+	sp.nsn = sp.sn != NULL ? 1 : 0;
+	stream.len = 0;
+	for (i = 0; i < ccs_first[_i].nccs; i++)
+		w_bytes(&stream, S("\x14\x03\x03\x00\x01\x01"));
+	if (!ccs_first[_i].no_hello) {
+		build_msg(&sp, &msgbuf);
+		wrap(msgbuf.b, msgbuf.len, &ccs_first[_i].cut, ccs_first[_i].cut ? 1 : 0, 0,
+		    &recbuf);
+		w_bytes(&stream, recbuf.b, recbuf.len);
+		hlen = stream.len;
+	}
+	if (ccs_first[_i].after != NULL)
+		w_bytes(&stream, ccs_first[_i].after, ccs_first[_i].after_len);
+
+	if (ccs_first[_i].want == TLS_ERROR) {
+		expect_error(stream.b, stream.len, true, ccs_first[_i].why);
+		return;
+	}
+	/* Split at every byte (as over reads): NEED_MORE until the hello is whole. */
+	if (ccs_first[_i].after == NULL)
+		check_hello_splits(stream.b, stream.len, true,
+		    sp.sn != NULL ? sp.sn->name : "example.com");
+	check_prefixes(stream.b, stream.len, true, &o);
+	ck_assert_msg(o.r.unit == TLS_HELLO, "%s: %s (%s)", ccs_first[_i].what,
+	    unit_name(o.r.unit), o.r.why ? o.r.why : "");
+	/* The unit covers the CCS records and the hello: they are released together. */
+	ck_assert_uint_eq(o.r.len, hlen);
+	ck_assert(o.r.has_sni);
+	ck_assert_str_eq(o.r.sni, sp.sn != NULL ? sp.sn->name : "example.com");
+	/* Only on the first call: later, a CCS is a unit of its own. */
+	scan_checked(stream.b, stream.len, false, &o);
+	ck_assert_int_eq(o.r.unit, TLS_PASS);
+	ck_assert_uint_eq(o.r.len, 6);
+}
+END_TEST
+
+/* Many CCS records before the hello: each is walked (the guard bounds what it holds). */
+START_TEST(test_ccs_many)
+{
+	struct spec sp = { .sid = 32 };
+	static struct wr stream;
+	size_t i, n = 1000;
+	struct out o;
+
+	stream.len = 0;
+	for (i = 0; i < n; i++)
+		w_bytes(&stream, S("\x14\x03\x01\x00\x01\x01"));
+	scan_checked(stream.b, stream.len, true, &o);
+	ck_assert_int_eq(o.r.unit, TLS_NEED_MORE);
+	build(&sp);
+	w_bytes(&stream, recbuf.b, recbuf.len);
+	expect_hello(stream.b, stream.len, true, "example.com", &o);
+	ck_assert_uint_eq(o.r.len, 6 * n + recbuf.len);
 }
 END_TEST
 
@@ -1232,6 +1357,10 @@ START_TEST(test_captured)
 	scan_checked(v.b, v.len + 11, true, &o);
 	ck_assert_int_eq(o.r.unit, TLS_HELLO);
 	ck_assert_uint_eq(o.r.len, v.len);
+	/* with a ChangeCipherSpec before it: still inspected, its name reported */
+	memmove(v.b + 6, v.b, v.len);
+	memcpy(v.b, "\x14\x03\x03\x00\x01\x01", 6);
+	expect_hello(v.b, v.len + 6, true, captured[_i].sni, &o);
 }
 END_TEST
 
@@ -1341,6 +1470,9 @@ tls_suite(void)
 	ONE_CASE("SSLv2 hello reason", test_sslv2_why);
 	LOOP_CASE("later units: CCS, end of inspection", test_later, later);
 	ONE_CASE("first unit must be a ClientHello", test_first_not_hello);
+	LOOP_CASE("ChangeCipherSpec before the first ClientHello", test_ccs_first, ccs_first);
+	ONE_CASE("a thousand ChangeCipherSpec records before the first ClientHello",
+	    test_ccs_many);
 	ONE_CASE("stream: hello, CCS, second hello, application data", test_stream);
 	ONE_CASE("what may follow a hello, what may not share its records", test_boundaries);
 	LOOP_CASE("captured hellos: whole, every prefix, followed", test_captured, captured);
