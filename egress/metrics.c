@@ -177,7 +177,7 @@ metrics_text(size_t *len)
 		for (int r = 0; r < EGRESS_REASON_COUNT; r++)
 			if (p->closed[r] != 0)
 				evbuffer_add_printf(b, "egress_tunnels_closed_total{principal=\"%s\","
-				    "reason=\"%s\"} %llu\n", p->name, egress_reason_name(r),
+				    "reason=\"%s\"} %llu\n", p->name, egress_reason_name((enum egress_reason)r),
 				    (unsigned long long)p->closed[r]);
 	metrics_head(b, "egress_denials_total", "counter",
 	    "Denials (deny receipts, with their count), by principal and reason.");
@@ -185,7 +185,7 @@ metrics_text(size_t *len)
 		for (int r = 0; r < EGRESS_REASON_COUNT; r++)
 			if (p->denied[r] != 0)
 				evbuffer_add_printf(b, "egress_denials_total{principal=\"%s\","
-				    "reason=\"%s\"} %llu\n", p->name, egress_reason_name(r),
+				    "reason=\"%s\"} %llu\n", p->name, egress_reason_name((enum egress_reason)r),
 				    (unsigned long long)p->denied[r]);
 	metrics_head(b, "egress_quota_hits_total", "counter",
 	    "Quota refusals and quota-bytes closes, by principal and quota.");

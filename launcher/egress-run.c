@@ -198,7 +198,7 @@ cleanup(void)
 	}
 }
 
-static void __attribute__((noreturn))
+static void __attribute__((noreturn, format(printf, 1, 2)))
 setup_failed(const char *fmt, ...)
 {
 	va_list ap;

@@ -154,7 +154,7 @@ sandbox_socket_families(scmp_filter_ctx ctx, const int *allowed, size_t n)
 	 */
 	for (int fam = 0; fam < 64; fam++) {
 		bool ok = false;
-		struct scmp_arg_cmp cmp = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fam);
+		struct scmp_arg_cmp cmp = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fam, 0);
 
 		for (size_t i = 0; i < n; i++)
 			if (allowed[i] == fam)
@@ -164,7 +164,7 @@ sandbox_socket_families(scmp_filter_ctx ctx, const int *allowed, size_t n)
 	}
 	{
 		/* Anything at or above 64 (no such family today) is refused as well. */
-		struct scmp_arg_cmp cmp = SCMP_A0(SCMP_CMP_GE, 64);
+		struct scmp_arg_cmp cmp = SCMP_A0(SCMP_CMP_GE, 64, 0);
 
 		if (sandbox_rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), "socket", 1, &cmp) == -1)
 			return -1;
@@ -242,7 +242,7 @@ sandbox_workload_filter(bool log)
 		return -1;
 	if (sandbox_socket_families(ctx, inet, 2) == -1)
 		goto fail;
-	cmp = (struct scmp_arg_cmp)SCMP_A0(SCMP_CMP_NE, AF_UNIX);
+	cmp = (struct scmp_arg_cmp)SCMP_A0(SCMP_CMP_NE, AF_UNIX, 0);
 	if (sandbox_rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), "socketpair", 1, &cmp) == -1 ||
 	    sandbox_socketpair_types(ctx) == -1)
 		goto fail;
