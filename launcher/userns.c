@@ -76,6 +76,12 @@ userns_target(const char *user, uid_t *uid, gid_t *gid, char *err, size_t errlen
 		snprintf(err, errlen, "--user %s: the workload may not run as root", user);
 		return -1;
 	}
+	/* A primary group 0 (operator is 11:0 on some systems) would be root's group. */
+	if (pw->pw_gid == 0) {
+		snprintf(err, errlen, "--user %s: its primary group is root's (gid 0); the "
+		    "workload may not run in it", user);
+		return -1;
+	}
 	*uid = pw->pw_uid;
 	*gid = pw->pw_gid;
 	return 0;

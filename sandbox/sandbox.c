@@ -35,6 +35,8 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 
 #include <seccomp.h>
 
@@ -227,6 +229,76 @@ sandbox_socketpair_types(scmp_filter_ctx ctx)
 	return 0;
 }
 
+/*
+ * No setuid or setgid bit on any file the workload makes or changes. A root run of
+ * egress-run maps the workload's writes in the read-write binds to the invoker (root) on
+ * the host (idmapped mounts): a file it created and then marked setuid would be a setuid
+ * root program on the host, for any local user to run. Owning a file is all chmod asks,
+ * so the bits are refused where they are set: chmod, fchmod, fchmodat by their mode;
+ * open, openat and creat when they create (O_CREAT, O_TMPFILE) with them; mknod, mknodat,
+ * mkdir, mkdirat by their mode. openat2 and fchmodat2 pass their mode in memory or are
+ * newer than this filter: ENOSYS, and libc falls back to openat and fchmodat. Writing to
+ * an existing setuid file clears the bits (no CAP_FSETID here). Every run gets the rule:
+ * a build has no need of setuid files, and one rule for all runs cannot be forgotten.
+ */
+#ifndef SANDBOX_O_TMPFILE_BIT
+#define SANDBOX_O_TMPFILE_BIT 020000000   /* __O_TMPFILE: O_TMPFILE without O_DIRECTORY */
+#endif
+#ifndef __NR_fchmodat2
+#define SANDBOX_NR_FCHMODAT2 452          /* the same number on every Linux architecture */
+#else
+#define SANDBOX_NR_FCHMODAT2 __NR_fchmodat2
+#endif
+struct sandbox_mode_call {
+	const char *name;
+	unsigned mode_arg;               /* which argument holds the mode */
+	int flags_arg;                   /* which holds open flags (-1: the mode always counts) */
+};
+
+static int
+sandbox_no_setid(scmp_filter_ctx ctx)
+{
+	static const struct sandbox_mode_call calls[] = {
+		{ "chmod", 1, -1 }, { "fchmod", 1, -1 }, { "fchmodat", 2, -1 },
+		{ "mknod", 1, -1 }, { "mknodat", 2, -1 }, { "mkdir", 1, -1 }, { "mkdirat", 2, -1 },
+		{ "creat", 1, -1 }, { "open", 2, 1 }, { "openat", 3, 2 },
+	};
+	static const scmp_datum_t bits[] = { S_ISUID, S_ISGID };
+	static const scmp_datum_t creating[] = { O_CREAT, SANDBOX_O_TMPFILE_BIT };
+	int r;
+
+	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+		const struct sandbox_mode_call *c = &calls[i];
+
+		for (size_t b = 0; b < 2; b++) {
+			struct scmp_arg_cmp cmp[2] = {
+				{ c->mode_arg, SCMP_CMP_MASKED_EQ, bits[b], bits[b] },
+			};
+
+			if (c->flags_arg < 0) {
+				if (sandbox_rule(ctx, SCMP_ACT_ERRNO(EPERM), c->name, 1, cmp) == -1)
+					return -1;
+				continue;
+			}
+			for (size_t f = 0; f < 2; f++) {
+				cmp[1] = (struct scmp_arg_cmp){ (unsigned)c->flags_arg,
+				    SCMP_CMP_MASKED_EQ, creating[f], creating[f] };
+				if (sandbox_rule(ctx, SCMP_ACT_ERRNO(EPERM), c->name, 2, cmp) == -1)
+					return -1;
+			}
+		}
+	}
+	if (sandbox_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "openat2", 0, NULL) == -1)
+		return -1;
+	/* fchmodat2 by number: libseccomp older than the syscall does not know its name. */
+	if ((r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(ENOSYS), SANDBOX_NR_FCHMODAT2, 0,
+	    NULL)) != 0) {
+		fprintf(stderr, "seccomp: rule for fchmodat2: %s\n", strerror(-r));
+		return -1;
+	}
+	return 0;
+}
+
 int
 sandbox_workload_filter(bool log)
 {
@@ -247,7 +319,7 @@ sandbox_workload_filter(bool log)
 	    sandbox_socketpair_types(ctx) == -1)
 		goto fail;
 	if (sandbox_eperm(ctx, eperm, sizeof(eperm) / sizeof(eperm[0])) == -1 ||
-	    sandbox_no_ns_no_tiocsti(ctx) == -1)
+	    sandbox_no_ns_no_tiocsti(ctx) == -1 || sandbox_no_setid(ctx) == -1)
 		goto fail;
 	return sandbox_load(ctx);
 fail:

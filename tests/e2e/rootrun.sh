@@ -86,6 +86,34 @@ erun $A --ro "$RO" --quiet -- sh -c 'chmod 644 "$1/key" 2>/dev/null && echo chmo
 expect_eq "root run: no chmod/chown of root's files" "0 done 600" \
     "$rc $(words "$out") $(stat -c %a "$RO/key")"
 
+# What a root run writes is root's on the host: it must never be setuid or setgid, or any
+# local user could run it as root. Every way to set the bits on a new or an existing file
+# (chmod, fchmod, fchmodat, open/creat with the bits, mknod, mkdir, install -m) fails, in
+# the current directory and in a --rw path; nothing on the host carries either bit.
+# shellcheck disable=SC2086,SC2016
+erun $A --rw "$WORK/rw" --quiet -- sh -c 'cd "$1"; for d in . "$2"; do
+	cp /bin/sh "$d/s1" && chmod 6755 "$d/s1" 2>/dev/null && echo chmod-setuid;
+	chmod g+s "$d/s1" 2>/dev/null && echo chmod-setgid;
+	install -m 4755 /bin/sh "$d/s2" 2>/dev/null && echo install-setuid;
+	mkdir -m 2755 "$d/sd" 2>/dev/null && echo mkdir-setgid;
+	/usr/bin/python3 -c "import os, sys
+d = sys.argv[1]
+tries = [lambda: os.close(os.open(d + \"/s3\", os.O_CREAT | os.O_WRONLY, 0o4755)),
+    lambda: os.mknod(d + \"/s4\", 0o100000 | 0o4755),
+    lambda: os.chmod(d + \"/s1\", 0o4755, follow_symlinks=True),
+    lambda: os.fchmod(os.open(d + \"/s1\", os.O_RDONLY), 0o2755)]
+for i, t in enumerate(tries):
+    try:
+        t()
+        print(\"py-setid-%d\" % i)
+    except OSError:
+        pass" "$d"; done; echo done' sh "$BOX" "$WORK/rw"
+expect_eq "root run: no setuid/setgid bit can be set (chmod, install, open, mknod, mkdir)" \
+    "0 done" "$rc $(words "$out")"
+expect_eq "root run: no setuid or setgid file or folder reached the host" "" \
+    "$(find "$BOX" "$WORK/rw" -perm /6000 2>/dev/null)"
+rm -rf "$BOX"/s1 "$BOX"/s2 "$BOX"/s3 "$BOX"/s4 "$BOX"/sd "$WORK"/rw/s*
+
 # The proxy still works: the principal socket is reachable to the unprivileged uid.
 CURL="curl -sS --max-time 10 --cacert up.crt -o /dev/null -w %{http_code}"
 # shellcheck disable=SC2086
@@ -106,6 +134,16 @@ if id nobody >/dev/null 2>&1; then
 	    "$(stat -c %u "$NBD/f" 2>/dev/null)"
 	erun --user no-such-user-here $A -- true
 	expect_eq "--user with an unknown user: 125" 125 "$rc"
+	# A user whose primary group is root's (gid 0): refused, in a mount namespace of the
+	# test's own where /etc/passwd has such a user.
+	cp /etc/passwd "$WORK/passwd"
+	echo 'egress-gid0:x:64999:0::/nonexistent:/usr/sbin/nologin' >> "$WORK/passwd"
+	# shellcheck disable=SC2086
+	(cd "$BOX" && unshare -m sh -c 'mount --bind "$1" /etc/passwd && shift && exec "$@"' \
+	    sh "$WORK/passwd" "$ERUN" --user egress-gid0 $A -- touch gid0-ran \
+	    </dev/null >"$WORK/gid0.out" 2>&1)
+	expect_eq "--user with primary group 0: 125, said, nothing ran" "125 1 no" \
+	    "$? $(grep -c 'primary group is root' "$WORK/gid0.out") $([ -e "$BOX/gid0-ran" ] && echo ran || echo no)"
 else
 	skip "--user" "no user nobody"
 fi
