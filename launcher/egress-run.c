@@ -510,7 +510,8 @@ mkdir_p(const char *path, mode_t mode)
  * key and sockets, the receipts file) would be reachable when it or one of its ancestors
  * is one of them. They are compared by device and inode after symlinks are resolved, so
  * that neither a symlink, a relative path, another spelling nor a bind mount of the same
- * folder hides an overlap. A path the sandbox binds must be added in run_binds().
+ * folder hides an overlap, and every mount below a bound path counts as bound too
+ * (bind_submounts). A path the sandbox binds must be added in run_binds().
  */
 struct run_bind {
 	const char *what;            /* for the message: "the current directory", "--rw" */
@@ -540,6 +541,64 @@ bind_add(const char *what, const char *path)
 	nbinds++;
 }
 
+/* Undoes mountinfo's octal escapes (\040 for a space...) in place. */
+static void
+mountinfo_unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s != '\0'; s++, o++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*o = (char)(((s[1] - '0') << 6) | ((s[2] - '0') << 3) | (s[3] - '0'));
+			s += 3;
+		} else
+			*o = *s;
+	}
+	*o = '\0';
+}
+
+/*
+ * bwrap binds recursively, so a mount below a bound path is seen too: a bind mount of
+ * /run/user/UID at ~/proj/mnt shows the runtime folder under the current directory
+ * although none of its ancestors is ~/proj. Every mount point below a bound path joins
+ * the list; its device and inode are those of the mounted root, so the ancestor walk of
+ * bind_covering() finds the state below it. Only the binds made so far are looked under.
+ */
+static void
+bind_submounts(void)
+{
+	size_t nexplicit = nbinds;
+	char *line = NULL;
+	size_t cap = 0;
+	FILE *fp = fopen("/proc/self/mountinfo", "re");
+
+	if (fp == NULL)
+		setup_failed("/proc/self/mountinfo: %s (the state overlap check needs it)",
+		    strerror(errno));
+	while (getline(&line, &cap, fp) != -1) {
+		char *save = NULL, *mp = NULL, *tok = strtok_r(line, " ", &save);
+
+		/* mount id, parent id, major:minor, root, mount point */
+		for (int f = 1; tok != NULL && f < 5; f++)
+			tok = strtok_r(NULL, " ", &save);
+		if ((mp = tok) == NULL)
+			continue;
+		mountinfo_unescape(mp);
+		for (size_t i = 0; i < nexplicit; i++) {
+			size_t n = strlen(binds[i].path);
+
+			if (strcmp(binds[i].path, "/") != 0 && strncmp(mp, binds[i].path, n) == 0 &&
+			    mp[n] == '/') {
+				bind_add(binds[i].what, mp);
+				break;
+			}
+		}
+	}
+	free(line);
+	fclose(fp);
+}
+
 /* Every host path the workload's sandbox will bind (run_sandbox, add_usr_links). */
 static void
 run_binds(void)
@@ -560,6 +619,7 @@ run_binds(void)
 	bind_add("egress-run's own folder", bindir);
 	for (size_t i = 0; i < sizeof(sys) / sizeof(sys[0]); i++)
 		bind_add("the system folder", sys[i]);
+	bind_submounts();
 }
 
 /*

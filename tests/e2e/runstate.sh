@@ -126,6 +126,19 @@ if id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1; then
 else
 	skip "as nobody from /tmp" "no user nobody or no setpriv"
 fi
+# A mount below a bound path shows what is mounted there: $XDG_RUNTIME_DIR bind-mounted at
+# ./mnt of the current directory (in a mount namespace of the test's own), so the runtime
+# folder's ancestors never meet the current directory, but the sandbox (binding
+# recursively) would see it at ./mnt.
+mkdir "$BOX/mnt"
+# shellcheck disable=SC2086
+(cd "$BOX" && unshare -m sh -c 'mount --make-rprivate / && mount --bind "$1" "$2" && shift 2 &&
+    exec "$@"' sh "$XDG_RUNTIME_DIR" "$BOX/mnt" "$ERUN" $A -- ls -a "$BOX/mnt" \
+    >"$WORK/ls.out" 2>"$WORK/ls.err")
+rc=$?
+expect_eq "\$XDG_RUNTIME_DIR mounted below the current directory: the run works, no runtime folder inside" \
+    "0 " "$rc $(gone_inside "$(cat "$WORK/ls.out")" "$XDG_RUNTIME_DIR")"
+rmdir "$BOX/mnt"
 rm -rf "$VT"
 expect_clean "runtime folder runs"
 
