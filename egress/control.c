@@ -20,6 +20,7 @@
  * EGRESSD_LEASE_PER_UID lease connections, and a lease connection that holds no lease is
  * closed after EGRESSD_LEASE_IDLE_S without a complete request. A member of the group can
  * then neither lock root out nor keep the other members' slots with silent connections.
+ * Out of descriptors, both listeners pause together (common/accept.c) instead of spinning.
  */
 #include "config.h"
 
@@ -57,6 +58,9 @@ static size_t ctl_nctl, ctl_nlease;     /* open connections on each socket */
 static int ctl_fd = -1, lease_fd = -1;
 static struct event *ctl_ev, *lease_ev;
 static char *ctl_path, *lease_path;
+static void ctl_listen_onoff(bool on, void *arg);
+/* Out of descriptors: the control and the lease listener pause (common/accept.c). */
+static struct egress_accept_pause ctl_pause = { .listen = ctl_listen_onoff };
 
 static void
 ctl_reply(struct ctl_client *cl, json_t *o)
@@ -463,6 +467,27 @@ ctl_refusal(bool lease_only, const struct ucred *cred)
 	return NULL;
 }
 
+/*
+ * The pause's switch for both sockets: one that runs out of descriptors runs out for
+ * both (and a pending connection keeps its listener readable, so each must go off).
+ */
+static void
+ctl_listen_onoff(bool on, void *arg)
+{
+	(void)arg;
+	if (on) {
+		event_add(ctl_ev, NULL);
+		if (lease_ev != NULL)
+			event_add(lease_ev, NULL);
+		return;
+	}
+	event_del(ctl_ev);
+	if (lease_ev != NULL)
+		event_del(lease_ev);
+	log_warn("event=accept-paused listener=control detail=\"out of descriptors, accepting "
+	    "again in %ds\"", EGRESS_ACCEPT_PAUSE_MS / 1000);
+}
+
 static void
 ctl_accept_cb(evutil_socket_t lfd, short what, void *arg)
 {
@@ -474,8 +499,13 @@ ctl_accept_cb(evutil_socket_t lfd, short what, void *arg)
 	int fd;
 
 	(void)what;
-	if ((fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) == -1)
-		return;
+	if ((fd = egress_accept(lfd, &ctl_pause)) == -1) {
+		if (errno != EMFILE && errno != ENFILE && errno != EAGAIN &&
+		    errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
+			log_warn("event=accept-error socket=%s error=%s", lease_only ? "lease" :
+			    "control", strerror(errno));
+		return;         /* nothing queued, or paused (egress_accept) */
+	}
 	memset(&cred, 0, sizeof(cred));
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1)
 		why = "no-peercred";
@@ -557,6 +587,11 @@ control_init(struct event_base *base, const char *path)
 	if ((ctl_fd = ctl_listen(path, 0600, 0, false)) == -1)
 		return -1;
 	ctl_path = xstrdup(path);
+	ctl_pause.base = base;
+	if (egress_accept_pause_init(&ctl_pause) == -1) {
+		fprintf(stderr, "egressd: libevent: no timer\n");
+		return -1;
+	}
 	ctl_ev = event_new(base, ctl_fd, EV_READ | EV_PERSIST, ctl_accept_cb, NULL);
 	event_add(ctl_ev, NULL);
 	if (conf->lease != NULL) {
@@ -593,6 +628,7 @@ control_shutdown(void)
 
 	while ((cl = TAILQ_FIRST(&ctl_clients)) != NULL)
 		ctl_client_free(cl);
+	egress_accept_pause_clear(&ctl_pause);
 	if (ctl_ev != NULL)
 		event_free(ctl_ev);
 	ctl_ev = NULL;
