@@ -17,9 +17,10 @@
  * Trusts root on the control socket. On the lease socket trusts nothing but the kernel's
  * SO_PEERCRED: any member of the lease group may connect, so the two sockets draw on
  * separate slots (EGRESSD_CTL_CLIENTS, EGRESSD_LEASE_CLIENTS), one peer uid holds at most
- * EGRESSD_LEASE_PER_UID lease connections, and a lease connection that holds no lease is
- * closed after EGRESSD_LEASE_IDLE_S without a complete request. A member of the group can
- * then neither lock root out nor keep the other members' slots with silent connections.
+ * EGRESSD_LEASE_PER_UID lease connections, EGRESSD_LEASE_ROOT_SLOTS lease slots are root's
+ * alone, and a lease connection that holds no lease is closed EGRESSD_LEASE_IDLE_S after
+ * its accept (or after its last lease ended), however many requests it sends. A member of
+ * the group can then neither lock root out of either socket nor keep slots without leases.
  * Out of descriptors, both listeners pause together (common/accept.c) instead of spinning.
  */
 #include "config.h"
@@ -49,7 +50,7 @@ struct ctl_client {
 	gid_t gid;
 	struct principal *leased[16]; /* principals this connection holds */
 	size_t nleased;
-	struct event *idle;          /* lease socket: armed while it holds no lease */
+	struct event *idle;          /* lease socket: the deadline while it holds no lease */
 	TAILQ_ENTRY(ctl_client) entry;
 };
 
@@ -82,9 +83,11 @@ ctl_error(struct ctl_client *cl, const char *msg)
 }
 
 /*
- * A lease connection that holds no lease has EGRESSD_LEASE_IDLE_S from its last complete
- * request (or from its accept) to send the next; one that holds a lease has no deadline,
- * since the lease lives exactly as long as the connection.
+ * A lease connection that holds no lease has EGRESSD_LEASE_IDLE_S from its accept, or
+ * from the end of its last lease, to get one: an absolute deadline, which requests do not
+ * move (else a cheap request every few seconds would keep a slot for ever). One that
+ * holds a lease has no deadline, since the lease lives exactly as long as the connection.
+ * Called after every request: it starts a deadline only where none runs.
  */
 static void
 ctl_idle_arm(struct ctl_client *cl)
@@ -95,7 +98,7 @@ ctl_idle_arm(struct ctl_client *cl)
 		return;
 	if (cl->nleased > 0)
 		evtimer_del(cl->idle);
-	else
+	else if (!evtimer_pending(cl->idle, NULL))
 		evtimer_add(cl->idle, &tv);
 }
 
@@ -460,7 +463,8 @@ ctl_refusal(bool lease_only, const struct ucred *cred)
 		return ctl_nctl >= EGRESSD_CTL_CLIENTS ? "slots-full" : NULL;
 	}
 	/* The lease socket's mode and group say who may lease; these say how much. */
-	if (ctl_nlease >= EGRESSD_LEASE_CLIENTS)
+	if (ctl_nlease >= EGRESSD_LEASE_CLIENTS ||
+	    (cred->uid != 0 && ctl_nlease >= EGRESSD_LEASE_CLIENTS - EGRESSD_LEASE_ROOT_SLOTS))
 		return "slots-full";
 	if (ctl_lease_count(cred->uid) >= EGRESSD_LEASE_PER_UID)
 		return "uid-cap";
@@ -514,8 +518,9 @@ ctl_accept_cb(evutil_socket_t lfd, short what, void *arg)
 	if (why != NULL) {
 		log_warn("event=control-refused socket=%s uid=%d why=%s open=%zu max=%d",
 		    lease_only ? "lease" : "control", (int)cred.uid, why,
-		    lease_only ? ctl_nlease : ctl_nctl,
-		    lease_only ? EGRESSD_LEASE_CLIENTS : EGRESSD_CTL_CLIENTS);
+		    lease_only ? ctl_nlease : ctl_nctl, !lease_only ? EGRESSD_CTL_CLIENTS :
+		    cred.uid == 0 ? EGRESSD_LEASE_CLIENTS :
+		    EGRESSD_LEASE_CLIENTS - EGRESSD_LEASE_ROOT_SLOTS);
 		close(fd);
 		return;
 	}
