@@ -4,11 +4,15 @@
  * pending connection stays queued and the listener stays readable, so a level-triggered
  * event loop that simply returns is called again at once and spins at full CPU, logging;
  * instead the owner's listeners are switched off for EGRESS_ACCEPT_PAUSE_MS by a libevent
- * timer and then on again. Trusts its caller's callback; nothing of the peer.
+ * timer and then on again. The timer is allocated up front (egress_accept_pause_init), so
+ * that running out cannot also mean having no timer; should it still be missing, the
+ * listeners are switched off for good (fail closed) rather than left spinning. Trusts its
+ * caller's callback; nothing of the peer.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <sys/socket.h>
 
 #include <event2/event.h>
@@ -28,6 +32,15 @@ accept_resume_cb(evutil_socket_t fd, short what, void *arg)
 	ap->listen(true, ap->arg);
 }
 
+int
+egress_accept_pause_init(struct egress_accept_pause *ap)
+{
+	if (ap->timer == NULL &&
+	    (ap->timer = evtimer_new(ap->base, accept_resume_cb, ap)) == NULL)
+		return -1;
+	return 0;
+}
+
 void
 egress_accept_pause(struct egress_accept_pause *ap)
 {
@@ -36,12 +49,13 @@ egress_accept_pause(struct egress_accept_pause *ap)
 
 	if (ap->paused)
 		return;
-	if (ap->timer == NULL &&
-	    (ap->timer = evtimer_new(ap->base, accept_resume_cb, ap)) == NULL)
-		return;         /* no memory for a timer: accepting goes on, unpaused */
 	ap->paused = true;
 	ap->listen(false, ap->arg);
-	evtimer_add(ap->timer, &tv);
+	if (ap->timer == NULL || evtimer_add(ap->timer, &tv) == -1) {
+		/* No timer to switch them on again: off for good beats spinning. */
+		fprintf(stderr, "egress: out of descriptors and no timer: accepting stays off\n");
+		return;
+	}
 }
 
 int

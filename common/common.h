@@ -121,6 +121,8 @@ bool egress_ed25519_verify(void *key, const void *msg, size_t len,
  * for EGRESS_ACCEPT_PAUSE_MS and then on (listen(true)), instead of letting a still
  * readable listener spin the event loop. Returns the descriptor, or -1 with errno.
  * base, listen and arg are the caller's; paused and timer belong to accept.c (zero them).
+ * egress_accept_pause_init() allocates the timer up front (-1: no memory), so that the
+ * pause never needs memory when descriptors run out; without it the pause is for good.
  */
 #define EGRESS_ACCEPT_PAUSE_MS 1000
 struct event_base;
@@ -132,6 +134,7 @@ struct egress_accept_pause {
 	bool paused;
 	struct event *timer;
 };
+int egress_accept_pause_init(struct egress_accept_pause *ap);
 int egress_accept(int lfd, struct egress_accept_pause *ap);
 void egress_accept_pause(struct egress_accept_pause *ap);
 /* Frees the timer (before the event base goes); the listeners are left as they are. */

@@ -17,9 +17,11 @@
  * Trusts root on the control socket. On the lease socket trusts nothing but the kernel's
  * SO_PEERCRED: any member of the lease group may connect, so the two sockets draw on
  * separate slots (EGRESSD_CTL_CLIENTS, EGRESSD_LEASE_CLIENTS), one peer uid holds at most
- * EGRESSD_LEASE_PER_UID lease connections, and a lease connection that holds no lease is
- * closed after EGRESSD_LEASE_IDLE_S without a complete request. A member of the group can
- * then neither lock root out nor keep the other members' slots with silent connections.
+ * EGRESSD_LEASE_PER_UID lease connections, EGRESSD_LEASE_ROOT_SLOTS lease slots are root's
+ * alone, and a lease connection that holds no lease is closed EGRESSD_LEASE_IDLE_S after
+ * its accept (or after its last lease ended), however many requests it sends. A member of
+ * the group can then neither lock root out of either socket nor keep slots without leases.
+ * Out of descriptors, both listeners pause together (common/accept.c) instead of spinning.
  */
 #include "config.h"
 
@@ -48,7 +50,7 @@ struct ctl_client {
 	gid_t gid;
 	struct principal *leased[16]; /* principals this connection holds */
 	size_t nleased;
-	struct event *idle;          /* lease socket: armed while it holds no lease */
+	struct event *idle;          /* lease socket: the deadline while it holds no lease */
 	TAILQ_ENTRY(ctl_client) entry;
 };
 
@@ -57,6 +59,9 @@ static size_t ctl_nctl, ctl_nlease;     /* open connections on each socket */
 static int ctl_fd = -1, lease_fd = -1;
 static struct event *ctl_ev, *lease_ev;
 static char *ctl_path, *lease_path;
+static void ctl_listen_onoff(bool on, void *arg);
+/* Out of descriptors: the control and the lease listener pause (common/accept.c). */
+static struct egress_accept_pause ctl_pause = { .listen = ctl_listen_onoff };
 
 static void
 ctl_reply(struct ctl_client *cl, json_t *o)
@@ -78,9 +83,11 @@ ctl_error(struct ctl_client *cl, const char *msg)
 }
 
 /*
- * A lease connection that holds no lease has EGRESSD_LEASE_IDLE_S from its last complete
- * request (or from its accept) to send the next; one that holds a lease has no deadline,
- * since the lease lives exactly as long as the connection.
+ * A lease connection that holds no lease has EGRESSD_LEASE_IDLE_S from its accept, or
+ * from the end of its last lease, to get one: an absolute deadline, which requests do not
+ * move (else a cheap request every few seconds would keep a slot for ever). One that
+ * holds a lease has no deadline, since the lease lives exactly as long as the connection.
+ * Called after every request: it starts a deadline only where none runs.
  */
 static void
 ctl_idle_arm(struct ctl_client *cl)
@@ -91,7 +98,7 @@ ctl_idle_arm(struct ctl_client *cl)
 		return;
 	if (cl->nleased > 0)
 		evtimer_del(cl->idle);
-	else
+	else if (!evtimer_pending(cl->idle, NULL))
 		evtimer_add(cl->idle, &tv);
 }
 
@@ -456,11 +463,33 @@ ctl_refusal(bool lease_only, const struct ucred *cred)
 		return ctl_nctl >= EGRESSD_CTL_CLIENTS ? "slots-full" : NULL;
 	}
 	/* The lease socket's mode and group say who may lease; these say how much. */
-	if (ctl_nlease >= EGRESSD_LEASE_CLIENTS)
+	if (ctl_nlease >= EGRESSD_LEASE_CLIENTS ||
+	    (cred->uid != 0 && ctl_nlease >= EGRESSD_LEASE_CLIENTS - EGRESSD_LEASE_ROOT_SLOTS))
 		return "slots-full";
 	if (ctl_lease_count(cred->uid) >= EGRESSD_LEASE_PER_UID)
 		return "uid-cap";
 	return NULL;
+}
+
+/*
+ * The pause's switch for both sockets: one that runs out of descriptors runs out for
+ * both (and a pending connection keeps its listener readable, so each must go off).
+ */
+static void
+ctl_listen_onoff(bool on, void *arg)
+{
+	(void)arg;
+	if (on) {
+		event_add(ctl_ev, NULL);
+		if (lease_ev != NULL)
+			event_add(lease_ev, NULL);
+		return;
+	}
+	event_del(ctl_ev);
+	if (lease_ev != NULL)
+		event_del(lease_ev);
+	log_warn("event=accept-paused listener=control detail=\"out of descriptors, accepting "
+	    "again in %ds\"", EGRESS_ACCEPT_PAUSE_MS / 1000);
 }
 
 static void
@@ -474,8 +503,13 @@ ctl_accept_cb(evutil_socket_t lfd, short what, void *arg)
 	int fd;
 
 	(void)what;
-	if ((fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) == -1)
-		return;
+	if ((fd = egress_accept(lfd, &ctl_pause)) == -1) {
+		if (errno != EMFILE && errno != ENFILE && errno != EAGAIN &&
+		    errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
+			log_warn("event=accept-error socket=%s error=%s", lease_only ? "lease" :
+			    "control", strerror(errno));
+		return;         /* nothing queued, or paused (egress_accept) */
+	}
 	memset(&cred, 0, sizeof(cred));
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1)
 		why = "no-peercred";
@@ -484,8 +518,9 @@ ctl_accept_cb(evutil_socket_t lfd, short what, void *arg)
 	if (why != NULL) {
 		log_warn("event=control-refused socket=%s uid=%d why=%s open=%zu max=%d",
 		    lease_only ? "lease" : "control", (int)cred.uid, why,
-		    lease_only ? ctl_nlease : ctl_nctl,
-		    lease_only ? EGRESSD_LEASE_CLIENTS : EGRESSD_CTL_CLIENTS);
+		    lease_only ? ctl_nlease : ctl_nctl, !lease_only ? EGRESSD_CTL_CLIENTS :
+		    cred.uid == 0 ? EGRESSD_LEASE_CLIENTS :
+		    EGRESSD_LEASE_CLIENTS - EGRESSD_LEASE_ROOT_SLOTS);
 		close(fd);
 		return;
 	}
@@ -557,6 +592,11 @@ control_init(struct event_base *base, const char *path)
 	if ((ctl_fd = ctl_listen(path, 0600, 0, false)) == -1)
 		return -1;
 	ctl_path = xstrdup(path);
+	ctl_pause.base = base;
+	if (egress_accept_pause_init(&ctl_pause) == -1) {
+		fprintf(stderr, "egressd: libevent: no timer\n");
+		return -1;
+	}
 	ctl_ev = event_new(base, ctl_fd, EV_READ | EV_PERSIST, ctl_accept_cb, NULL);
 	event_add(ctl_ev, NULL);
 	if (conf->lease != NULL) {
@@ -593,6 +633,7 @@ control_shutdown(void)
 
 	while ((cl = TAILQ_FIRST(&ctl_clients)) != NULL)
 		ctl_client_free(cl);
+	egress_accept_pause_clear(&ctl_pause);
 	if (ctl_ev != NULL)
 		event_free(ctl_ev);
 	ctl_ev = NULL;

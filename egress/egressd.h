@@ -33,14 +33,17 @@
 /*
  * Control connections. The control socket (root) and the lease socket (the lease group)
  * draw on separate slots, so that no member of the group can lock root out; on the lease
- * socket one peer uid (SO_PEERCRED) holds at most EGRESSD_LEASE_PER_UID of them, and one
- * that holds no lease is closed when it has sent no complete request for
- * EGRESSD_LEASE_IDLE_S (a lease lives as long as its connection, SPEC "Leases").
+ * socket one peer uid (SO_PEERCRED) holds at most EGRESSD_LEASE_PER_UID of them, the last
+ * EGRESSD_LEASE_ROOT_SLOTS of its slots are uid 0's alone (root can always lease), and one
+ * that holds no lease is closed EGRESSD_LEASE_IDLE_S after its accept, or after its last
+ * lease ended, whatever it sends meanwhile (a lease lives as long as its connection, SPEC
+ * "Leases"): requests cannot keep a slot, only a lease can.
  */
 #define EGRESSD_CTL_CLIENTS 16       /* control socket connections */
 #define EGRESSD_LEASE_CLIENTS 128    /* lease socket connections, all uids */
+#define EGRESSD_LEASE_ROOT_SLOTS 8   /* ... of which only uid 0 may take these */
 #define EGRESSD_LEASE_PER_UID 16     /* lease socket connections of one peer uid */
-#define EGRESSD_LEASE_IDLE_S 10      /* a lease connection without a lease, silent */
+#define EGRESSD_LEASE_IDLE_S 10      /* a lease connection without a lease, from its accept */
 #define EGRESSD_DENY_BURST 100       /* denials per second per principal written one by one */
 #define EGRESSD_DENY_SLOTS 256       /* distinct collapsed denials kept per second */
 #define EGRESSD_TALLY_MAX 256        /* destinations in a lease's summary */

@@ -2,7 +2,8 @@
  * metrics.c: egressd's counters in the Prometheus text exposition format, for
  * `egressctl metrics` (control socket) and, with metrics-listen, GET /metrics over HTTP
  * (libevent's evhttp). The counters count what the receipts say: opens, closes by reason
- * (with the bytes of closed tunnels), denials by reason (collapsed ones counted).
+ * (with the bytes of closed tunnels), denials by reason (collapsed ones counted). Out of
+ * descriptors, the HTTP listener pauses (common/accept.c) instead of spinning.
  *
  * It also answers, for conn.c, whether a destination is this listener: egressd must never
  * carry a workload's tunnel to its own /metrics, whatever the policy permits. That answer
@@ -20,10 +21,15 @@
 
 #include <event2/buffer.h>
 #include <event2/http.h>
+#include <event2/listener.h>
 
 #include "egressd.h"
 
 static struct evhttp *metrics_http;
+static struct evconnlistener *metrics_lev;
+static void metrics_listen_onoff(bool on, void *arg);
+/* Out of descriptors: the HTTP listener pauses too (common/accept.c). */
+static struct egress_accept_pause metrics_pause = { .listen = metrics_listen_onoff };
 static struct addr metrics_addr;
 static struct addr metrics_addr4;    /* the IPv4 a mapped or otherwise embedding address carries */
 static bool metrics_has_addr4;
@@ -271,9 +277,42 @@ metrics_notfound_cb(struct evhttp_request *req, void *arg)
 	evhttp_send_error(req, 404, "only /metrics");
 }
 
+static void
+metrics_listen_onoff(bool on, void *arg)
+{
+	(void)arg;
+	if (on) {
+		evconnlistener_enable(metrics_lev);
+		return;
+	}
+	evconnlistener_disable(metrics_lev);
+	log_warn("event=accept-paused listener=metrics detail=\"out of descriptors, accepting "
+	    "again in %ds\"", EGRESS_ACCEPT_PAUSE_MS / 1000);
+}
+
+/*
+ * evhttp accepts in libevent's evconnlistener, which on an error it cannot retry (EMFILE
+ * among them) calls this and returns with the listener still on and the connection still
+ * queued: without the pause the event loop would spin on it.
+ */
+static void
+metrics_accept_error_cb(struct evconnlistener *lev, void *arg)
+{
+	int e = EVUTIL_SOCKET_ERROR();
+
+	(void)lev;
+	(void)arg;
+	if (e == EMFILE || e == ENFILE)
+		egress_accept_pause(&metrics_pause);
+	else
+		log_warn("event=accept-error listener=metrics error=%s", strerror(e));
+}
+
 int
 metrics_listen(struct event_base *base, const char *spec)
 {
+	struct evhttp_bound_socket *bound;
+
 	const char *colon = strrchr(spec, ':');
 	char host[EGRESS_ADDRSTRLEN + 2];
 	size_t hl;
@@ -291,12 +330,16 @@ metrics_listen(struct event_base *base, const char *spec)
 	host[hl] = '\0';
 	metrics_port = (uint16_t)atoi(colon + 1);
 	metrics_own_init();
+	metrics_pause.base = base;
 	if ((metrics_http = evhttp_new(base)) == NULL ||
-	    evhttp_bind_socket(metrics_http, host, metrics_port) != 0) {
+	    (bound = evhttp_bind_socket_with_handle(metrics_http, host, metrics_port)) == NULL ||
+	    (metrics_lev = evhttp_bound_socket_get_listener(bound)) == NULL ||
+	    egress_accept_pause_init(&metrics_pause) == -1) {
 		fprintf(stderr, "egressd: metrics-listen %s:%u: cannot listen\n", host,
 		    (unsigned)metrics_port);
 		return -1;
 	}
+	evconnlistener_set_error_cb(metrics_lev, metrics_accept_error_cb);
 	evhttp_set_allowed_methods(metrics_http, EVHTTP_REQ_GET);
 	evhttp_set_timeout(metrics_http, 10);
 	evhttp_set_max_headers_size(metrics_http, 8192);
@@ -310,8 +353,10 @@ metrics_listen(struct event_base *base, const char *spec)
 void
 metrics_shutdown(void)
 {
+	egress_accept_pause_clear(&metrics_pause);
 	if (metrics_http != NULL)
 		evhttp_free(metrics_http);
 	metrics_http = NULL;
+	metrics_lev = NULL;
 	metrics_on = false;
 }

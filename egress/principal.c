@@ -59,8 +59,8 @@ principal_listen(bool on, void *arg)
 			event_del(p->ev_accept);
 	}
 	if (!on)
-		log_warn("event=accept-paused detail=\"out of descriptors, accepting again in "
-		    "%ds\"", EGRESS_ACCEPT_PAUSE_MS / 1000);
+		log_warn("event=accept-paused listener=principals detail=\"out of descriptors, "
+		    "accepting again in %ds\"", EGRESS_ACCEPT_PAUSE_MS / 1000);
 }
 
 static void
@@ -72,7 +72,6 @@ principal_accept_cb(evutil_socket_t lfd, short what, void *arg)
 	for (int i = 0; i < 64; i++) {       /* bounded: other listeners get their turn */
 		int fd;
 
-		accept_pause.base = egressd_base;
 		if ((fd = egress_accept(lfd, &accept_pause)) == -1) {
 			if (errno == EMFILE || errno == ENFILE)
 				;       /* paused (egress_accept) */
@@ -100,6 +99,12 @@ principal_create(const char *name, const char *socket_path, const char *policy_f
 	}
 	if (principal_find(name) != NULL) {
 		snprintf(err, errlen, "principal '%s' exists", name);
+		return NULL;
+	}
+	/* The pause's timer before the first listener, not when descriptors run out. */
+	accept_pause.base = egressd_base;
+	if (egress_accept_pause_init(&accept_pause) == -1) {
+		snprintf(err, errlen, "no memory");
 		return NULL;
 	}
 	if ((pol = egressd_load_policy(policy_file, err, errlen)) == NULL)

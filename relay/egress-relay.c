@@ -457,6 +457,10 @@ main(int argc, char **argv)
 		return 1;
 	}
 	accept_pause.base = base;
+	if (egress_accept_pause_init(&accept_pause) == -1) {
+		fprintf(stderr, "egress-relay: libevent: no timer\n");
+		return 1;
+	}
 	ev_accept = event_new(base, lfd, EV_READ | EV_PERSIST, relay_accept_cb, NULL);
 	ev_term = evsignal_new(base, SIGTERM, relay_signal_cb, NULL);
 	ev_int = evsignal_new(base, SIGINT, relay_signal_cb, NULL);
