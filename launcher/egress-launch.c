@@ -6,6 +6,11 @@
  *
  * The relay is started before the filter, so the filter is the workload's alone: the
  * relay runs under its own (sandbox_relay_filter).
+ *
+ * The user's own variables (egress-run's --setenv and --env) come on --env-fd, a
+ * descriptor egress-run filled, so that a caller's value (a token passed with --env) is in
+ * no argv: bwrap's command line is readable by every user of the host. They are set first
+ * and the proxy environment after, so that none of the user's values replaces one of ours.
  */
 #include "config.h"
 
@@ -32,6 +37,7 @@
 #define LAUNCH_DEFAULT_LISTEN "127.0.0.1:3128"
 #define LAUNCH_EXIT_USAGE 2          /* the SPEC's usage or configuration error */
 #define LAUNCH_EXIT_SETUP 125        /* a step before the command failed (as env(1)) */
+#define LAUNCH_ENV_MAX (1024 * 1024) /* --env-fd: the user's variables, NAME=VALUE\0 each */
 
 static void __attribute__((noreturn))
 usage(const char *msg)
@@ -39,7 +45,7 @@ usage(const char *msg)
 	if (msg)
 		fprintf(stderr, "egress-launch: %s\n", msg);
 	fprintf(stderr, "usage: egress-launch --egress PATH [--listen ADDR:PORT] [--expect DEV:INO]\n"
-	    "                     [--seccomp-log] [--status-fd FD] -- CMD [ARG ...]\n");
+	    "                     [--seccomp-log] [--status-fd FD] [--env-fd FD] -- CMD [ARG ...]\n");
 	exit(LAUNCH_EXIT_USAGE);
 }
 
@@ -153,7 +159,7 @@ launch_setenv(const char *name, const char *value)
 static void
 launch_environment(const char *listen_spec, bool fd4)
 {
-	char http[128], socks[128], java[512], *host, *port;
+	char http[128], socks[128], *java, *host, *port;
 	const char *old;
 	char hostbuf[64];
 
@@ -176,15 +182,75 @@ launch_environment(const char *listen_spec, bool fd4)
 	launch_setenv("npm_config_proxy", http);
 	launch_setenv("npm_config_https_proxy", http);
 	launch_setenv("NODE_USE_ENV_PROXY", "1");
+	/* The user's JAVA_TOOL_OPTIONS is kept; the proxy properties come after it (the
+	 * last of a repeated -D wins). */
 	old = getenv("JAVA_TOOL_OPTIONS");
-	snprintf(java, sizeof(java), "%s%s-Dhttp.proxyHost=%s -Dhttp.proxyPort=%s "
+	if (old != NULL && old[0] == '\0')
+		old = NULL;
+	xasprintf(&java, "%s%s-Dhttp.proxyHost=%s -Dhttp.proxyPort=%s "
 	    "-Dhttps.proxyHost=%s -Dhttps.proxyPort=%s", old ? old : "", old ? " " : "", host,
 	    port, host, port);
 	launch_setenv("JAVA_TOOL_OPTIONS", java);
+	free(java);
 	launch_setenv("EGRESS_RELAY", listen_spec);
 	if (fd4)
 		launch_setenv("EGRESS_FD", "4");
+	else
+		unsetenv("EGRESS_FD");
 	launch_setenv("GIT_SSH_COMMAND", "ssh -o ProxyCommand='egress-connect %h %p'");
+}
+
+/* A portable shell name: a letter or '_', then letters, digits and '_'. */
+static bool
+launch_env_name(const char *s, size_t n)
+{
+	if (n == 0 || !(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' &&
+	    s[0] <= 'z')))
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (!(s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
+		    (s[i] >= '0' && s[i] <= '9')))
+			return false;
+	return true;
+}
+
+/*
+ * The user's variables from --env-fd: NAME=VALUE records, each ended by a NUL, at most
+ * LAUNCH_ENV_MAX bytes in all. Set in order (a later one of the same name wins); EGRESS_*
+ * are ours alone and dropped (the rest of ours is set over them by launch_environment).
+ */
+static void
+launch_user_env(int fd)
+{
+	char *buf = xmalloc(LAUNCH_ENV_MAX + 1), *p, *end, *next;
+	size_t len = 0;
+	ssize_t n;
+
+	while (len < LAUNCH_ENV_MAX + 1) {
+		if ((n = read(fd, buf + len, LAUNCH_ENV_MAX + 1 - len)) == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			fail("cannot read --env-fd");
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	if (len > LAUNCH_ENV_MAX)
+		fail("--env-fd: more than 1 MiB of variables");
+	if (len > 0 && buf[len - 1] != '\0')
+		fail("--env-fd: a variable without its ending NUL");
+	for (p = buf, end = buf + len; p < end; p = next) {
+		char *eq = strchr(p, '=');
+
+		next = p + strlen(p) + 1;
+		if (eq == NULL || !launch_env_name(p, (size_t)(eq - p)))
+			fail("--env-fd: a record that is not NAME=VALUE");
+		*eq = '\0';
+		if (strncmp(p, "EGRESS_", 7) != 0)
+			launch_setenv(p, eq + 1);
+	}
+	free(buf);
 }
 
 /* fd 4 counts when it is an AF_UNIX seqpacket socket (the broker's channel). */
@@ -211,11 +277,12 @@ main(int argc, char **argv)
 		{ "expect", required_argument, NULL, 'x' },
 		{ "seccomp-log", no_argument, NULL, 'L' },
 		{ "status-fd", required_argument, NULL, 's' },
+		{ "env-fd", required_argument, NULL, 'E' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *egress = NULL, *listen_spec = LAUNCH_DEFAULT_LISTEN, *expect = NULL;
 	bool seccomp_log = false, fd4;
-	int ch, status_fd = -1;
+	int ch, status_fd = -1, env_fd = -1;
 	char *end;
 
 	while ((ch = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
@@ -237,6 +304,13 @@ main(int argc, char **argv)
 			if (fcntl(status_fd, F_SETFD, FD_CLOEXEC) == -1)
 				usage("--status-fd is not open");
 			break;
+		case 'E':
+			env_fd = (int)strtol(optarg, &end, 10);
+			if (*end != '\0' || env_fd < 3 || env_fd == 4)
+				usage("--env-fd takes a descriptor above 2, not 4");
+			if (fcntl(env_fd, F_SETFD, FD_CLOEXEC) == -1)
+				usage("--env-fd is not open");
+			break;
 		default: usage(NULL);
 		}
 	}
@@ -246,6 +320,9 @@ main(int argc, char **argv)
 		fail("no seccomp rule set for this architecture: refusing to run the workload");
 	fd4 = launch_has_fd4();
 	launch_relay(egress, listen_spec, expect);
+	/* After the relay: none of the user's variables (LD_PRELOAD...) reaches it. */
+	if (env_fd != -1)
+		launch_user_env(env_fd);
 	launch_environment(listen_spec, fd4);
 	if (sandbox_drop_caps() == -1)
 		fail("could not drop capabilities");

@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <getopt.h>
+#include <grp.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -51,6 +52,8 @@
 #define RUN_READY_MS 10000           /* the private egressd must be serving within this */
 #define RUN_SANDBOX_SOCK "/run/egress.sock"
 #define RUN_SANDBOX_BIN "/run/egress-bin"
+#define RUN_SANDBOX_HOME "/run/egress-home"  /* HOME inside: a fresh tmpfs, or --home DIR */
+#define RUN_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 #define RUN_LISTEN "127.0.0.1:3128"
 #define RUN_LEASE_SOCK "/run/egress/lease.sock"
 #define RUN_SUMMARY_MAX 256          /* destinations listed in the summary */
@@ -63,11 +66,15 @@ struct list {
 static struct {
 	const char *policy;
 	struct list allow, rw, ro, resolvers, permits;
+	struct list setenvs, envs;   /* --setenv NAME=VALUE, --env NAME */
+	struct list vars;            /* both in their order: NAME=VALUE, or NAME for --env */
+	const char *home;            /* --home DIR */
 	const char *receipts;
 	const char *hosts;
 	const char *lease_sock;
 	const char *user;            /* --user: a root run's workload uid */
 	bool no_fd4;
+	bool no_dns;                 /* accepted; there is no DNS stub yet to leave out */
 	bool quiet;
 	char **cmd;
 } opt;
@@ -99,6 +106,7 @@ usage(const char *msg)
 	    "usage: egress-run [--policy FILE|NAME | --allow HOST:PORT ...] [--rw PATH ...]\n"
 	    "                  [--ro PATH ...] [--receipts FILE] [--no-fd4] [--resolver IP:PORT ...]\n"
 	    "                  [--hosts FILE] [--permit-range CIDR ...] [--user USER] [--quiet]\n"
+	    "                  [--setenv NAME=VALUE ...] [--env NAME ...] [--home DIR] [--no-dns]\n"
 	    "                  -- CMD [ARG ...]\n");
 	exit(RUN_EXIT_SETUP);
 }
@@ -401,6 +409,56 @@ resolver_text(const char *v, char out[EGRESS_ADDRSTRLEN + 8], const char **why)
 	return 0;
 }
 
+/* A portable shell name (POSIX: a letter or '_', then letters, digits and '_'). */
+static bool
+env_name_ok(const char *s, size_t n)
+{
+	if (n == 0 || !(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' &&
+	    s[0] <= 'z')))
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (!(s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
+		    (s[i] >= '0' && s[i] <= '9')))
+			return false;
+	return true;
+}
+
+/*
+ * What egress-launch sets inside: a user's value of one of these is replaced (EGRESS_*
+ * dropped), JAVA_TOOL_OPTIONS excepted, which is kept with the proxy properties appended.
+ */
+static bool
+env_launch_owns(const char *s, size_t n)
+{
+	static const char *const names[] = { "HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
+	    "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "npm_config_proxy",
+	    "npm_config_https_proxy", "NODE_USE_ENV_PROXY", "GIT_SSH_COMMAND" };
+
+	if (n >= 7 && strncmp(s, "EGRESS_", 7) == 0)
+		return true;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strlen(names[i]) == n && memcmp(names[i], s, n) == 0)
+			return true;
+	return false;
+}
+
+/* --setenv NAME=VALUE and --env NAME: NAME a shell name, not HOME; a note for ours. */
+static void
+check_env_option(const char *option, const char *v, size_t n)
+{
+	if (!env_name_ok(v, n))
+		bad_value(option, v, option[2] == 's' ? "expected NAME=VALUE, NAME a shell "
+		    "name (letters, digits and '_', not starting with a digit)" :
+		    "expected NAME, a shell name (letters, digits and '_', not starting with a "
+		    "digit)");
+	if (n == 4 && memcmp(v, "HOME", 4) == 0)
+		bad_value(option, v, "HOME inside is egress-run's own writable folder; use "
+		    "--home DIR to keep one between runs");
+	if (env_launch_owns(v, n) && !opt.quiet)
+		fprintf(stderr, "egress-run: %s %.*s: egress-launch sets it inside; your value "
+		    "is not used\n", option, (int)n, v);
+}
+
 /* Every option value, checked before anything starts (a usage error is exit 125). */
 static void
 check_options(void)
@@ -430,6 +488,23 @@ check_options(void)
 	if (opt.receipts != NULL && !conf_safe_path(opt.receipts))
 		bad_value("--receipts", opt.receipts, "a path of printable ASCII without blanks "
 		    "or '#' (egressd's configuration carries it)");
+	for (size_t i = 0; i < opt.setenvs.n; i++) {
+		const char *eq = strchr(opt.setenvs.v[i], '=');
+
+		if (eq == NULL)
+			bad_value("--setenv", opt.setenvs.v[i], "expected NAME=VALUE");
+		check_env_option("--setenv", opt.setenvs.v[i], (size_t)(eq - opt.setenvs.v[i]));
+	}
+	for (size_t i = 0; i < opt.envs.n; i++)
+		check_env_option("--env", opt.envs.v[i], strlen(opt.envs.v[i]));
+	if (opt.home != NULL) {
+		struct stat st;
+
+		if (stat(opt.home, &st) == -1)
+			bad_value("--home", opt.home, strerror(errno));
+		if (!S_ISDIR(st.st_mode))
+			bad_value("--home", opt.home, "not a directory");
+	}
 }
 
 /* The run's policy, sealed into the runtime folder (later edits of FILE do not matter). */
@@ -616,6 +691,8 @@ run_binds(void)
 	for (size_t i = 0; i < opt.ro.n; i++)
 		if (strcmp(opt.ro.v[i], ".") != 0)
 			bind_add("--ro", opt.ro.v[i]);
+	if (opt.home != NULL)
+		bind_add("--home", opt.home);
 	bind_add("egress-run's own folder", bindir);
 	for (size_t i = 0; i < sizeof(sys) / sizeof(sys[0]); i++)
 		bind_add("the system folder", sys[i]);
@@ -1314,6 +1391,7 @@ signal_workload(pid_t init_pid, int sig)
 static struct userns_stage stages[USERNS_STAGE_MAX];
 static size_t nstages;
 static bool root_run;
+static int userns_fd = -1;            /* a root run's workload namespace (userns.c) */
 
 static const char *
 bind_src(const char *src, bool idmap)
@@ -1332,13 +1410,346 @@ bind_src(const char *src, bool idmap)
 	return st->dst;
 }
 
+/*
+ * --- can bubblewrap make its namespaces here? ------------------------------------------
+ * Unprivileged user namespaces may be off (Debian's kernel.unprivileged_userns_clone=0),
+ * limited to none (user.max_user_namespaces=0, per user namespace) or confined by AppArmor
+ * (Ubuntu 24.04: kernel.apparmor_restrict_unprivileged_userns=1). bwrap's own message
+ * does not name the setting: a trivial bwrap with the same namespaces is run first, as the
+ * workload's bwrap will run (in a root run: inside its user namespace), and a failure is
+ * said in one line naming the setting, exit 125, before anything started.
+ */
+
+/* The first of the settings that is set to refuse, as "name is value", or NULL. */
+static const char *
+userns_setting(void)
+{
+	static const struct {
+		const char *file, *name, *refuses, *fix;
+	} knobs[] = {
+		{ "/proc/sys/user/max_user_namespaces", "user.max_user_namespaces", "0",
+		    "raise it (sysctl -w user.max_user_namespaces=15000)" },
+		{ "/proc/sys/kernel/unprivileged_userns_clone", "kernel.unprivileged_userns_clone",
+		    "0", "set it to 1 (sysctl -w kernel.unprivileged_userns_clone=1)" },
+		{ "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+		    "kernel.apparmor_restrict_unprivileged_userns", "1",
+		    "set it to 0, or give bwrap an AppArmor profile that allows userns" },
+	};
+	static char msg[256];
+
+	for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
+		char buf[32] = "";
+		FILE *fp = fopen(knobs[i].file, "re");
+
+		if (fp == NULL)
+			continue;
+		if (fgets(buf, sizeof(buf), fp) != NULL)
+			buf[strcspn(buf, "\n")] = '\0';
+		fclose(fp);
+		if (strcmp(buf, knobs[i].refuses) == 0) {
+			snprintf(msg, sizeof(msg), "%s is %s: %s", knobs[i].name, buf, knobs[i].fix);
+			return msg;
+		}
+	}
+	return NULL;
+}
+
+static void __attribute__((noreturn))
+userns_refused(const char *detail)
+{
+	const char *knob = userns_setting();
+
+	if (knob != NULL)
+		setup_failed("bubblewrap cannot create user namespaces here: %s", knob);
+	setup_failed("bubblewrap cannot create its namespaces here (%s): check "
+	    "user.max_user_namespaces, kernel.unprivileged_userns_clone and "
+	    "kernel.apparmor_restrict_unprivileged_userns", detail);
+}
+
+/*
+ * A root run's workload namespace (userns.c): root's workload runs as 65534 (or --user
+ * USER); what it writes through the read-write binds lands as root's (idmapped).
+ */
+static void
+workload_userns(void)
+{
+	char err[256];
+	uid_t wuid;
+	gid_t wgid;
+
+	root_run = geteuid() == 0;
+	if (opt.user != NULL && !root_run)
+		setup_failed("--user needs egress-run to run as root");
+	if (!root_run)
+		return;
+	if (userns_target(opt.user, &wuid, &wgid, err, sizeof(err)) == -1)
+		setup_failed("%s", err);
+	if ((userns_fd = userns_create(wuid, wgid, err, sizeof(err))) == -1) {
+		if (userns_setting() != NULL)
+			userns_refused(err);
+		setup_failed("%s", err);
+	}
+	userns_fd = high_fd(userns_fd);
+}
+
+static void
+probe_namespaces(void)
+{
+	struct arglist args = { 0 }, *a = &args;
+	char truebin[PATH_MAX], msg[512];
+	int ep[2], status;
+	ssize_t n = 0, got;
+	pid_t pid;
+
+	if (!find_in_path("true", truebin, sizeof(truebin)))
+		snprintf(truebin, sizeof(truebin), "/usr/bin/true");
+	bwrap_base(a, true);
+	arglist_add(a, "--ro-bind");
+	arglist_add(a, "/");
+	arglist_add(a, "/");
+	arglist_add(a, "--chdir");
+	arglist_add(a, "/");
+	arglist_add(a, "--");
+	arglist_add(a, truebin);
+	if (pipe2(ep, O_CLOEXEC) == -1)
+		setup_failed("pipe: %s", strerror(errno));
+	if ((pid = fork()) == -1)
+		setup_failed("fork: %s", strerror(errno));
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		if (null == -1 || dup2(null, 0) == -1 || dup2(null, 1) == -1 ||
+		    dup2(ep[1], 2) == -1)
+			_exit(RUN_EXIT_SETUP);
+		if (root_run && (setgroups(0, NULL) == -1 ||
+		    setns(userns_fd, CLONE_NEWUSER) == -1 || setresgid(0, 0, 0) == -1 ||
+		    setresuid(0, 0, 0) == -1)) {
+			fprintf(stderr, "joining the workload's user namespace: %s\n",
+			    strerror(errno));
+			_exit(RUN_EXIT_SETUP);
+		}
+		execv(a->list[0], a->list);
+		fprintf(stderr, "%s: %s\n", a->list[0], strerror(errno));
+		_exit(RUN_EXIT_SETUP);
+	}
+	arglist_free(a);
+	close(ep[1]);
+	while (n < (ssize_t)sizeof(msg) - 1 &&
+	    ((got = read(ep[0], msg + n, sizeof(msg) - 1 - (size_t)n)) > 0 ||
+	    (got == -1 && errno == EINTR)))
+		if (got > 0)
+			n += got;
+	close(ep[0]);
+	msg[n] = '\0';
+	msg[strcspn(msg, "\n")] = '\0';
+	while (waitpid(pid, &status, 0) == -1)
+		if (errno != EINTR)
+			setup_failed("waitpid: %s", strerror(errno));
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		userns_refused(msg[0] != '\0' ? shown(msg) : "bwrap failed without a message");
+}
+
+/*
+ * --- the workload's environment --------------------------------------------------------
+ * Nothing of the caller's environment enters but TERM, LANG and what --env names. PATH is
+ * the caller's (or the user's --setenv PATH) with every folder that does not exist inside
+ * left out, HOME is RUN_SANDBOX_HOME. The user's variables travel to egress-launch on a
+ * memfd (--env-fd), never in an argv: bwrap's command line is readable by every user of
+ * the host, and a --env value is often a token.
+ */
+
+/* The host folders bound (or mirrored) at the same path inside, and where they lead. */
+struct inside {
+	char *path;                  /* as the sandbox names it */
+	char *real;                  /* the host folder's real path */
+};
+static struct inside *insides;
+static size_t ninsides;
+
+static void
+inside_add(const char *path)
+{
+	char *real = realpath(path, NULL);
+
+	if (real == NULL)
+		return;
+	insides = xreallocarray(insides, ninsides + 1, sizeof(*insides));
+	insides[ninsides].path = xstrdup(path);
+	insides[ninsides].real = real;
+	ninsides++;
+}
+
+/* path is prefix or lies below it (both absolute, without a trailing '/'). */
+static bool
+path_under(const char *path, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	if (strcmp(prefix, "/") == 0)
+		return path[0] == '/';
+	return strncmp(path, prefix, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/*
+ * One PATH entry, when it names a folder that exists inside: absolute, no "." or ".."
+ * component, lexically below a bound path, a directory on the host whose real path is
+ * below a bound folder too (a symlink that leads out of what is bound is left out).
+ * Below RUN_SANDBOX_HOME it is looked up in --home DIR. Trailing slashes go.
+ */
+static bool
+path_entry_inside(char *e, const char *home_real)
+{
+	size_t n = strlen(e);
+	char host[PATH_MAX], *real;
+	bool ok = false;
+
+	if (e[0] != '/' || strstr(e, "/./") || strstr(e, "/../") || strstr(e, "//"))
+		return false;
+	while (n > 1 && e[n - 1] == '/')
+		e[--n] = '\0';
+	if ((n >= 2 && strcmp(e + n - 2, "/.") == 0) || (n >= 3 && strcmp(e + n - 3, "/..") == 0))
+		return false;
+	if (path_under(e, RUN_SANDBOX_HOME)) {
+		if (home_real == NULL || (size_t)snprintf(host, sizeof(host), "%s%s", home_real,
+		    e + strlen(RUN_SANDBOX_HOME)) >= sizeof(host) ||
+		    (real = realpath(host, NULL)) == NULL)
+			return false;
+		ok = path_under(real, home_real);
+	} else {
+		size_t i;
+		struct stat st;
+
+		for (i = 0; i < ninsides && !path_under(e, insides[i].path); i++)
+			;
+		if (i == ninsides || stat(e, &st) == -1 || !S_ISDIR(st.st_mode) ||
+		    (real = realpath(e, NULL)) == NULL)
+			return false;
+		for (i = 0; i < ninsides && !ok; i++)
+			ok = path_under(real, insides[i].real);
+	}
+	if (ok) {
+		struct stat st;
+
+		ok = stat(real, &st) == 0 && S_ISDIR(st.st_mode);
+	}
+	free(real);
+	return ok;
+}
+
+/* want (a PATH) with only the folders that exist inside, each once; NULL when none. */
+static char *
+path_filter(const char *want, const char *home_real)
+{
+	char *copy = xstrdup(want), *save = NULL, *out = NULL, *t;
+
+	for (char *e = strtok_r(copy, ":", &save); e; e = strtok_r(NULL, ":", &save)) {
+		bool dup = false;
+
+		if (!path_entry_inside(e, home_real))
+			continue;
+		if (out != NULL) {
+			char *o = xstrdup(out), *s2 = NULL;
+
+			for (char *d = strtok_r(o, ":", &s2); d && !dup; d = strtok_r(NULL, ":", &s2))
+				dup = strcmp(d, e) == 0;
+			free(o);
+		}
+		if (dup)
+			continue;
+		xasprintf(&t, "%s%s%s", out ? out : "", out ? ":" : "", e);
+		free(out);
+		out = t;
+	}
+	free(copy);
+	return out;
+}
+
+/*
+ * PATH inside: the last --setenv PATH=... or --env PATH, else the caller's, filtered;
+ * RUN_DEFAULT_PATH (filtered) when nothing is left; egress-run's own folder last.
+ */
+static char *
+sandbox_path(const char *home_real)
+{
+	const char *want = getenv("PATH");
+	char *kept, *path;
+
+	for (size_t i = 0; i < opt.vars.n; i++) {
+		const char *v = opt.vars.v[i];
+
+		if (strncmp(v, "PATH=", 5) == 0)
+			want = v + 5;
+		else if (strcmp(v, "PATH") == 0)
+			want = getenv("PATH");
+	}
+	if (want == NULL || (kept = path_filter(want, home_real)) == NULL)
+		kept = path_filter(RUN_DEFAULT_PATH, home_real);
+	xasprintf(&path, "%s%s%s", kept ? kept : "", kept ? ":" : "", RUN_SANDBOX_BIN);
+	free(kept);
+	return path;
+}
+
+/*
+ * The user's variables for egress-launch's --env-fd: NAME=VALUE\0 each, in the order
+ * given (--env NAME takes the caller's value, and nothing when the caller has none).
+ * PATH is not among them (sandbox_path), HOME is refused before (check_env_option).
+ * A descriptor, sealed against writes, read from its start.
+ */
+static int
+env_memfd(void)
+{
+	int fd = memfd_create("egress-run-env", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	size_t total = 0;
+
+	if (fd == -1)
+		setup_failed("memfd_create: %s", strerror(errno));
+	for (size_t i = 0; i < opt.vars.n; i++) {
+		const char *v = opt.vars.v[i], *val = NULL;
+		char *rec;
+		int len;
+
+		if (strchr(v, '=') == NULL) {
+			if ((val = getenv(v)) == NULL)
+				continue;
+			len = xasprintf(&rec, "%s=%s", v, val);
+		} else
+			len = xasprintf(&rec, "%s", v);
+		if (strncmp(rec, "PATH=", 5) != 0) {
+			total += (size_t)len + 1;
+			if (total > 1024 * 1024)
+				setup_failed("--setenv and --env: more than 1 MiB of variables");
+			if (write(fd, rec, (size_t)len + 1) != (ssize_t)len + 1)
+				setup_failed("writing the variables: %s", strerror(errno));
+		}
+		free(rec);
+	}
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) ==
+	    -1 || lseek(fd, 0, SEEK_SET) == -1)
+		setup_failed("sealing the variables: %s", strerror(errno));
+	return fd;
+}
+
+/*
+ * HOME inside (RUN_SANDBOX_HOME) comes after every path of the user's, so that none covers
+ * it: refused when one of them is it, above it or below it (bwrap would create its mount
+ * point in a host folder, or hide it).
+ */
+static void
+home_clash(const char *what, const char *abs)
+{
+	if (path_under(RUN_SANDBOX_HOME, abs) || path_under(abs, RUN_SANDBOX_HOME))
+		setup_failed("%s %s: HOME inside the sandbox is %s, which it would cover or "
+		    "lie in; bind another path", what, abs, RUN_SANDBOX_HOME);
+}
+
 static int
 run_sandbox(void)
 {
 	struct arglist args = { 0 }, *a = &args;
-	char launch[PATH_MAX + 16], cwd[PATH_MAX], path_env[PATH_MAX * 2];
-	char launch_in[PATH_MAX], statusfd[16];
-	const char *home = getenv("HOME"), *term = getenv("TERM"), *lang = getenv("LANG");
+	char launch[PATH_MAX + 16], cwd[PATH_MAX], *path_env, *home_real = NULL;
+	char launch_in[PATH_MAX], statusfd[16], envfd[16];
+	const char *term = getenv("TERM"), *lang = getenv("LANG");
+	int env_fd;
 	bool ro_cwd = false;
 	int sp[2], lp[2], status;
 	char launchfd[16];
@@ -1346,25 +1757,7 @@ run_sandbox(void)
 	pid_t init_pid = -1;
 	struct sigaction sa;
 	FILE *js;
-	int userns_fd = -1;
 
-	/*
-	 * Root's workload runs as 65534 (or --user USER) in a user namespace of ours; what it
-	 * writes through the read-write binds lands as root's (idmapped), unless --user.
-	 */
-	root_run = geteuid() == 0;
-	if (opt.user != NULL && !root_run)
-		setup_failed("--user needs egress-run to run as root");
-	if (root_run) {
-		char err[256];
-		uid_t wuid;
-		gid_t wgid;
-
-		if (userns_target(opt.user, &wuid, &wgid, err, sizeof(err)) == -1 ||
-		    (userns_fd = userns_create(wuid, wgid, err, sizeof(err))) == -1)
-			setup_failed("%s", err);
-		userns_fd = high_fd(userns_fd);
-	}
 
 	need_program("egress-launch", launch, sizeof(launch));
 	need_program("egress-relay", launch_in, sizeof(launch_in));
@@ -1374,8 +1767,13 @@ run_sandbox(void)
 	for (size_t i = 0; i < opt.ro.n; i++)
 		if (strcmp(opt.ro.v[i], ".") == 0)
 			ro_cwd = true;
-	snprintf(path_env, sizeof(path_env), "%s:%s",
-	    getenv("PATH") ? getenv("PATH") : "/usr/local/bin:/usr/bin:/bin", RUN_SANDBOX_BIN);
+	{
+		static const char *const sys[] = { "/usr", "/etc", "/bin", "/sbin", "/lib",
+		    "/lib64", "/lib32", "/libx32" };
+
+		for (size_t i = 0; i < sizeof(sys) / sizeof(sys[0]); i++)
+			inside_add(sys[i]);
+	}
 
 	bwrap_base(a, true);
 	arglist_add(a, "--clearenv");
@@ -1395,9 +1793,11 @@ run_sandbox(void)
 	arglist_add(a, "--tmpfs");
 	arglist_add(a, "/run");
 	if (strcmp(cwd, "/") != 0) {
+		home_clash("the current directory", cwd);
 		arglist_add(a, ro_cwd ? "--ro-bind" : "--bind");
 		arglist_add(a, bind_src(cwd, !ro_cwd && opt.user == NULL));
 		arglist_add(a, cwd);
+		inside_add(cwd);
 	}
 	/* Paths are bound where they are on the host: absolute, symlinks resolved. */
 	for (size_t i = 0; i < opt.rw.n; i++) {
@@ -1405,9 +1805,11 @@ run_sandbox(void)
 
 		if (abs == NULL)
 			setup_failed("--rw %s: %s", opt.rw.v[i], strerror(errno));
+		home_clash("--rw", abs);
 		arglist_add(a, "--bind");
 		arglist_add(a, bind_src(abs, opt.user == NULL));
 		arglist_add(a, abs);
+		inside_add(abs);
 		free(abs);
 	}
 	for (size_t i = 0; i < opt.ro.n; i++) {
@@ -1417,11 +1819,31 @@ run_sandbox(void)
 			continue;
 		if ((abs = realpath(opt.ro.v[i], NULL)) == NULL)
 			setup_failed("--ro %s: %s", opt.ro.v[i], strerror(errno));
+		home_clash("--ro", abs);
 		arglist_add(a, "--ro-bind");
 		arglist_add(a, bind_src(abs, false));
 		arglist_add(a, abs);
+		inside_add(abs);
 		free(abs);
 	}
+	/*
+	 * HOME: --home DIR read-write (through the idmapped stage of a root run, like --rw),
+	 * else a fresh tmpfs of the sandbox's own, mounted by bwrap as the workload's uid.
+	 */
+	if (opt.home != NULL) {
+		if ((home_real = realpath(opt.home, NULL)) == NULL)
+			setup_failed("--home %s: %s", opt.home, strerror(errno));
+		arglist_add(a, "--bind");
+		arglist_add(a, bind_src(home_real, opt.user == NULL));
+		arglist_add(a, RUN_SANDBOX_HOME);
+	} else {
+		arglist_add(a, "--perms");
+		arglist_add(a, "0700");
+		arglist_add(a, "--tmpfs");
+		arglist_add(a, RUN_SANDBOX_HOME);
+	}
+	path_env = sandbox_path(home_real);
+	free(home_real);
 	arglist_add(a, "--ro-bind");
 	arglist_add(a, bind_src(bindir, false));
 	arglist_add(a, RUN_SANDBOX_BIN);
@@ -1434,11 +1856,9 @@ run_sandbox(void)
 	arglist_add(a, "--setenv");
 	arglist_add(a, "PATH");
 	arglist_add(a, path_env);
-	if (home) {
-		arglist_add(a, "--setenv");
-		arglist_add(a, "HOME");
-		arglist_add(a, home);
-	}
+	arglist_add(a, "--setenv");
+	arglist_add(a, "HOME");
+	arglist_add(a, RUN_SANDBOX_HOME);
 	if (term) {
 		arglist_add(a, "--setenv");
 		arglist_add(a, "TERM");
@@ -1471,6 +1891,10 @@ run_sandbox(void)
 	arglist_add(a, RUN_LISTEN);
 	arglist_add(a, "--status-fd");
 	arglist_add(a, launchfd);
+	env_fd = high_fd(env_memfd());
+	snprintf(envfd, sizeof(envfd), "%d", env_fd);
+	arglist_add(a, "--env-fd");
+	arglist_add(a, envfd);
 	arglist_add(a, "--");
 	arglist_addv(a, (const char *const *)opt.cmd);
 
@@ -1488,7 +1912,8 @@ run_sandbox(void)
 		 * own before the workload runs). */
 		if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == -1)
 			_exit(RUN_EXIT_SETUP);
-		if (fcntl(sp[1], F_SETFD, 0) == -1 || fcntl(lp[1], F_SETFD, 0) == -1)
+		if (fcntl(sp[1], F_SETFD, 0) == -1 || fcntl(lp[1], F_SETFD, 0) == -1 ||
+		    fcntl(env_fd, F_SETFD, 0) == -1)
 			_exit(RUN_EXIT_SETUP);
 		/* The broker's channel becomes descriptor 4 (dup2 leaves it inherited). */
 		if (fd4_chan != -1 && dup2(fd4_chan, 4) != 4)
@@ -1503,8 +1928,12 @@ run_sandbox(void)
 		_exit(RUN_EXIT_SETUP);
 	}
 	arglist_free(a);
-	if (userns_fd != -1)
+	free(path_env);
+	close(env_fd);
+	if (userns_fd != -1) {
 		close(userns_fd);
+		userns_fd = -1;
+	}
 	close(sp[1]);
 	close(lp[1]);
 	if (fd4_chan != -1) {
@@ -1712,6 +2141,10 @@ main(int argc, char **argv)
 		{ "lease-socket", required_argument, NULL, 'L' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "user", required_argument, NULL, 'u' },
+		{ "setenv", required_argument, NULL, 'e' },
+		{ "env", required_argument, NULL, 'E' },
+		{ "home", required_argument, NULL, 'O' },
+		{ "no-dns", no_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1731,6 +2164,16 @@ main(int argc, char **argv)
 		case 'L': opt.lease_sock = optarg; break;
 		case 'q': opt.quiet = true; break;
 		case 'u': opt.user = optarg; break;
+		case 'e':
+			list_add(&opt.setenvs, optarg, "--setenv");
+			list_add(&opt.vars, optarg, "--setenv and --env");
+			break;
+		case 'E':
+			list_add(&opt.envs, optarg, "--env");
+			list_add(&opt.vars, optarg, "--setenv and --env");
+			break;
+		case 'O': opt.home = optarg; break;
+		case 'D': opt.no_dns = true; break;
 		default: usage(NULL);
 		}
 	}
@@ -1765,6 +2208,8 @@ main(int argc, char **argv)
 		if (!opt.no_fd4)
 			need_program("egress-broker", path, sizeof(path));
 	}
+	workload_userns();
+	probe_namespaces();
 	run_binds();
 	if (run_lease) {
 		/* A name: a lease from the system egressd, never a silent fallback. */

@@ -140,8 +140,9 @@ echo "# the relay's capability sets inside the sandbox: $out"
 erun $A -- env
 # bwrap --chdir sets PWD (the current directory, bound as such): accepted, checked below.
 names=$(printf '%s\n' "$out" | sed 's/=.*//' | grep -vx PWD | sort | tr '\n' ' ')
-want=""
-for v in PATH HOME TERM LANG; do
+# PATH and HOME always (egress-run's own), TERM and LANG when the caller has them.
+want="PATH HOME"
+for v in TERM LANG; do
 	eval "[ -n \"\${$v+x}\" ]" && want="$want $v"
 done
 want="$want HTTP_PROXY HTTPS_PROXY http_proxy https_proxy ALL_PROXY all_proxy NO_PROXY no_proxy"
