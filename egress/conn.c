@@ -189,6 +189,13 @@ conn_settings(const struct conn *c)
 	return policy_settings(c->p->policy);
 }
 
+/* The request's port for receipts and the log, -1 when it has none (a question has none). */
+static int
+conn_port(const struct conn *c)
+{
+	return c->fe != FE_DNS && (c->has_host || c->has_port) ? c->port : -1;
+}
+
 static void
 conn_receipt_base(const struct conn *c, struct receipt *r, enum receipt_event ev)
 {
@@ -199,7 +206,7 @@ conn_receipt_base(const struct conn *c, struct receipt *r, enum receipt_event ev
 	r->policy = c->p->digest;
 	r->frontend = frontend_names[c->fe];
 	r->host = c->has_host ? c->host.name : NULL;
-	r->port = c->has_host || c->has_port ? c->port : -1;
+	r->port = conn_port(c);
 	r->addr = c->addr_text[0] ? c->addr_text : NULL;
 	r->sni = c->sni;
 	r->bytes_up = r->bytes_down = r->duration_ms = -1;
@@ -215,7 +222,7 @@ conn_log(const struct conn *c, const char *event, enum egress_reason reason, con
 	snprintf(port, sizeof(port), "%u", (unsigned)c->port);
 	log_info("event=%s principal=%s id=%s frontend=%s host=%s port=%s addr=%s reason=%s%s%s",
 	    event, c->p->name, c->id, frontend_names[c->fe] ? frontend_names[c->fe] : "-",
-	    c->has_host ? c->host.name : "-", c->has_host || c->has_port ? port : "-",
+	    c->has_host ? c->host.name : "-", conn_port(c) >= 0 ? port : "-",
 	    c->addr_text[0] ? c->addr_text : "-", egress_reason_name(reason),
 	    why ? " why=" : "", why ? log_value(why, wbuf, sizeof(wbuf)) : "");
 }
@@ -268,10 +275,10 @@ conn_deny_receipt(struct conn *c, enum egress_reason reason, const char *why,
 
 	c->p->total_denied++;
 	c->p->denied[reason]++;
-	principal_tally(c->p, c->has_host ? c->host.name : NULL, c->has_host || c->has_port ?
-	    c->port : -1, false, reason, 1, 0, 0);
+	principal_tally(c->p, c->has_host ? c->host.name : NULL, conn_port(c), false, reason, 1,
+	    0, 0);
 	if (principal_deny_collapse(c->p, reason, c->has_host ? c->host.name : NULL,
-	    c->has_host || c->has_port ? c->port : -1, frontend_names[c->fe]))
+	    conn_port(c), frontend_names[c->fe]))
 		return;
 	conn_receipt_base(c, &r, RECEIPT_DENY);
 	r.reason = reason;
