@@ -189,7 +189,7 @@ conn_settings(const struct conn *c)
 	return policy_settings(c->p->policy);
 }
 
-/* The request's port for receipts and the log, -1 when it has none (a question has none). */
+/* The port for receipts and the log; -1 when the request has none (a question has none). */
 static int
 conn_port(const struct conn *c)
 {
