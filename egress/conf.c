@@ -399,6 +399,37 @@ conf_directive(struct conf_parse *cp, const struct conf_field *f, size_t nf)
 		}
 		return;
 	}
+	if (field_eq(&f[0], "synthetic-range")) {
+		const char *why;
+		struct cidr r;
+
+		if (nf != 2) {
+			conf_error(cp, f[0].col, "expected: synthetic-range IPV4/LENGTH");
+			return;
+		}
+		if (cidr_parse(f[1].s, f[1].len, &r, &why) == -1) {
+			conf_error(cp, f[1].col, "bad range: %s", why);
+			return;
+		}
+		/* IPv4, and room for names: the first and last address are never handed out. */
+		if (r.a.family != AF_INET || r.plen < 8 || r.plen > 30) {
+			conf_error(cp, f[1].col, "a synthetic range is IPv4 of length 8 to 30");
+			return;
+		}
+		c->synth_range = r;
+		return;
+	}
+	if (field_eq(&f[0], "synthetic-max")) {
+		unsigned long v;
+
+		if (nf != 2 || conf_uint(&f[1], SYNTH_MAX_LIMIT, &v) == -1 || v == 0) {
+			conf_error(cp, f[0].col, "expected: synthetic-max NAMES (1-%d)",
+			    SYNTH_MAX_LIMIT);
+			return;
+		}
+		c->synth_max = (size_t)v;
+		return;
+	}
 	if (field_eq(&f[0], "shutdown-grace")) {
 		unsigned long v;
 		struct conf_field vf = f[1];
@@ -515,6 +546,9 @@ conf_load(const char *file)
 	cp.c = c;
 	c->file = xstrdup(file);
 	c->grace = EGRESSD_GRACE_DEFAULT;
+	(void)cidr_parse(SYNTH_RANGE_DEFAULT, strlen(SYNTH_RANGE_DEFAULT), &c->synth_range,
+	    &(const char *){ NULL });
+	c->synth_max = SYNTH_MAX_DEFAULT;
 	if ((fp = fopen(file, "re")) == NULL) {
 		fprintf(stderr, "%s: %s\n", file, strerror(errno));
 		conf_free(c);

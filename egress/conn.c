@@ -6,6 +6,11 @@
  *   connect to pinned addresses (families interleaved, 250 ms stagger) -> reply -> open
  *   receipt -> relay (bounded buffers, half-close, idle timeout, byte quota) -> close
  *
+ * A target that is one of the principal's synthetic addresses (the DNS verb) becomes its
+ * name again in conn_target, for every frontend, before anything else looks at it. The
+ * DNS verb itself (conn_question) is answered from the policy alone: no resolver hears
+ * of the name.
+ *
  * Every refusal is a deny receipt written before the client hears the answer; every
  * tunnel has an open and a close. What the client sent is never trusted beyond its
  * parse: the identity is the listener the connection arrived on.
@@ -48,6 +53,7 @@ enum conn_frontend {
 	FE_SOCKS5,
 	FE_SOCKS4,
 	FE_NATIVE,
+	FE_DNS,                      /* the native connector's question verb */
 };
 
 static const char *const frontend_names[] = {
@@ -57,6 +63,7 @@ static const char *const frontend_names[] = {
 	[FE_SOCKS5] = "socks5",
 	[FE_SOCKS4] = "socks4",
 	[FE_NATIVE] = "native",
+	[FE_DNS] = "dns",
 };
 
 struct conn;
@@ -182,6 +189,13 @@ conn_settings(const struct conn *c)
 	return policy_settings(c->p->policy);
 }
 
+/* The port for receipts and the log; -1 when the request has none (a question has none). */
+static int
+conn_port(const struct conn *c)
+{
+	return c->fe != FE_DNS && (c->has_host || c->has_port) ? c->port : -1;
+}
+
 static void
 conn_receipt_base(const struct conn *c, struct receipt *r, enum receipt_event ev)
 {
@@ -192,7 +206,7 @@ conn_receipt_base(const struct conn *c, struct receipt *r, enum receipt_event ev
 	r->policy = c->p->digest;
 	r->frontend = frontend_names[c->fe];
 	r->host = c->has_host ? c->host.name : NULL;
-	r->port = c->has_host || c->has_port ? c->port : -1;
+	r->port = conn_port(c);
 	r->addr = c->addr_text[0] ? c->addr_text : NULL;
 	r->sni = c->sni;
 	r->bytes_up = r->bytes_down = r->duration_ms = -1;
@@ -208,7 +222,7 @@ conn_log(const struct conn *c, const char *event, enum egress_reason reason, con
 	snprintf(port, sizeof(port), "%u", (unsigned)c->port);
 	log_info("event=%s principal=%s id=%s frontend=%s host=%s port=%s addr=%s reason=%s%s%s",
 	    event, c->p->name, c->id, frontend_names[c->fe] ? frontend_names[c->fe] : "-",
-	    c->has_host ? c->host.name : "-", c->has_host || c->has_port ? port : "-",
+	    c->has_host ? c->host.name : "-", conn_port(c) >= 0 ? port : "-",
 	    c->addr_text[0] ? c->addr_text : "-", egress_reason_name(reason),
 	    why ? " why=" : "", why ? log_value(why, wbuf, sizeof(wbuf)) : "");
 }
@@ -261,10 +275,10 @@ conn_deny_receipt(struct conn *c, enum egress_reason reason, const char *why,
 
 	c->p->total_denied++;
 	c->p->denied[reason]++;
-	principal_tally(c->p, c->has_host ? c->host.name : NULL, c->has_host || c->has_port ?
-	    c->port : -1, false, reason, 1, 0, 0);
+	principal_tally(c->p, c->has_host ? c->host.name : NULL, conn_port(c), false, reason, 1,
+	    0, 0);
 	if (principal_deny_collapse(c->p, reason, c->has_host ? c->host.name : NULL,
-	    c->has_host || c->has_port ? c->port : -1, frontend_names[c->fe]))
+	    conn_port(c), frontend_names[c->fe]))
 		return;
 	conn_receipt_base(c, &r, RECEIPT_DENY);
 	r.reason = reason;
@@ -311,6 +325,10 @@ conn_deny_as(struct conn *c, enum egress_reason reason, const char *why, const u
 		break;
 	case FE_NATIVE:
 		n = native_reply(reason, out);
+		break;
+	case FE_DNS:
+		/* A refused question is still answered: NXDOMAIN, FORMERR or SERVFAIL. */
+		n = native_answer(reason, NULL, 0, out);
 		break;
 	}
 	if (now && n > 0 && c->cbev != NULL) {
@@ -1277,6 +1295,93 @@ conn_dns_cb(void *arg, const struct dns_answer *ans)
 	conn_connect(c, ans->addrs, ans->naddrs);
 }
 
+/*
+ * Sets the request's target, the one place every frontend goes through. A synthetic
+ * address (synthetic-range, also IPv4-mapped in IPv6) is replaced by the name this
+ * principal's map holds for it, so that the rules, the resolution with its pinning and
+ * checks, the SNI guard and the receipt all see the name; one the map does not hold
+ * (never given, recycled, another principal's) is bad-host. Returns false when it refused.
+ */
+static bool
+conn_target(struct conn *c, const struct host *h, uint16_t port)
+{
+	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	struct addr a;
+	const char *name = NULL, *why;
+	struct host named;
+
+	c->host = *h;
+	c->port = port;
+	c->has_host = true;
+	if (h->kind == HOST_IPV4)
+		a = h->addr;
+	else if (h->kind == HOST_IPV6 && memcmp(h->addr.b, mapped, sizeof(mapped)) == 0) {
+		memset(&a, 0, sizeof(a));
+		a.family = AF_INET;
+		memcpy(a.b, h->addr.b + 12, 4);
+	} else
+		return true;
+	/* The configured range, and the one the map was made with (before a SIGHUP). */
+	if (!cidr_contains(&egressd_conf->synth_range, &a) &&
+	    (c->p->synth == NULL || !synth_in_range(c->p->synth, &a)))
+		return true;
+	if (c->p->synth != NULL)
+		name = synth_name(c->p->synth, &a);
+	if (name == NULL || host_parse(name, strlen(name), &named, &why) == -1) {
+		conn_deny(c, EGRESS_BAD_HOST, "synthetic address this principal does not hold",
+		    NULL, 0, 0, -1);
+		return false;
+	}
+	c->host = named;
+	return true;
+}
+
+/*
+ * The DNS verb: the answer comes from the policy, never from a resolver. A name some
+ * port is allowed for gets its synthetic address (A) or an empty answer (other types);
+ * an IP literal the policy allows gets itself; anything else is NXDOMAIN with a deny
+ * receipt (conn_deny answers a question with an answer). No receipt for an answer: the
+ * connection that follows has its own.
+ */
+static void
+conn_question(struct conn *c, const struct native_request *req)
+{
+	uint8_t out[EGRESS_NATIVE_ANSWER];
+	struct addr a;
+	enum egress_reason r;
+	bool have = false;
+
+	evtimer_del(c->timer);
+	bufferevent_disable(c->cbev, EV_READ);
+	c->host = req->host;
+	c->has_host = true;
+	if (egressd_stopping) {
+		conn_deny(c, EGRESS_SHUTDOWN, "egressd is stopping", NULL, 0, 0, -1);
+		return;
+	}
+	r = policy_decide_name(c->p->policy, &c->host);
+	if (r != EGRESS_ALLOWED) {
+		conn_deny(c, r, r == EGRESS_DENIED_BY_RULE ? "a deny rule matches the name" :
+		    "no rule allows the name on any port", NULL, 0, 0, -1);
+		return;
+	}
+	if (req->qtype == EGRESS_DNS_TYPE_A && c->host.kind == HOST_IPV4) {
+		a = c->host.addr;
+		have = true;
+	} else if (req->qtype == EGRESS_DNS_TYPE_A && c->host.kind == HOST_NAME) {
+		if (c->p->synth == NULL)
+			c->p->synth = synth_new(&egressd_conf->synth_range,
+			    egressd_conf->synth_max);
+		have = c->p->synth != NULL && synth_get(c->p->synth, c->host.name, &a) == 0;
+	}
+	if (have)
+		addr_format(&a, c->addr_text);
+	log_debug("event=answer principal=%s id=%s frontend=dns host=%s qtype=%u addr=%s",
+	    c->p->name, c->id, c->host.name, (unsigned)req->qtype,
+	    have ? c->addr_text : "-");
+	conn_answer_and_close(c, out, native_answer(EGRESS_ALLOWED, have ? &a : NULL, 1, out));
+}
+
 static void
 conn_decide(struct conn *c)
 {
@@ -1388,9 +1493,13 @@ conn_http(struct conn *c, struct evbuffer *in)
 		return;
 	}
 	c->fe = req->kind == HTTP_CONNECT ? FE_HTTP_CONNECT : FE_HTTP_FORWARD;
-	c->host = req->host;
-	c->port = req->port;
-	c->has_host = true;
+	if (!conn_target(c, &req->host, req->port)) {
+		free(c->http);
+		c->http = NULL;
+		return;
+	}
+	/* The forwarded Host is the name a synthetic address stood for. */
+	req->host = c->host;
 	if (req->kind == HTTP_FORWARD) {
 		size_t cap = EGRESS_HTTP_HEAD_MAX + 512;
 
@@ -1440,10 +1549,8 @@ conn_socks5(struct conn *c, struct evbuffer *in)
 		if (replylen > 0)
 			bufferevent_write(c->cbev, reply, replylen);
 		if (c->s5.stage == SOCKS5_DONE) {
-			c->host = req.host;
-			c->port = req.port;
-			c->has_host = true;
-			conn_decide(c);
+			if (conn_target(c, &req.host, req.port))
+				conn_decide(c);
 			return;
 		}
 	}
@@ -1455,10 +1562,8 @@ conn_requested(struct conn *c, struct evbuffer *in, size_t consumed, const struc
     uint16_t port)
 {
 	evbuffer_drain(in, consumed);
-	c->host = *h;
-	c->port = port;
-	c->has_host = true;
-	conn_decide(c);
+	if (conn_target(c, h, port))
+		conn_decide(c);
 }
 
 static void
@@ -1495,11 +1600,19 @@ conn_native(struct conn *c, struct evbuffer *in)
 
 	memset(&err, 0, sizeof(err));
 	st = native_parse(data, want, &consumed, &req, &err);
+	/* From the verb byte on, a question is answered as one (and its receipts say dns). */
+	if (req.verb == EGRESS_NATIVE_QUESTION)
+		c->fe = FE_DNS;
 	if (st == PROTO_NEED_MORE)
 		return;
 	if (st == PROTO_ERROR) {
 		conn_error_port(c, &err);
 		conn_deny(c, err.reason, err.why, err.raw, err.raw_len, 0, -1);
+		return;
+	}
+	if (req.verb == EGRESS_NATIVE_QUESTION) {
+		evbuffer_drain(in, consumed);
+		conn_question(c, &req);
 		return;
 	}
 	conn_requested(c, in, consumed, &req.host, req.port);

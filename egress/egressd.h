@@ -18,6 +18,7 @@
 #include "common.h"
 #include "policy.h"
 #include "proto.h"
+#include "synth.h"
 
 #define EGRESSD_MAX_NAT64 16
 #define EGRESSD_MAX_PRINCIPALS 4096
@@ -96,6 +97,8 @@ struct conf {
 	bool log_syslog;             /* log syslog: egressd's own log lines to syslog(3) */
 	uint64_t receipts_rotate;    /* bytes; 0: only on SIGUSR1 */
 	unsigned grace;              /* seconds */
+	struct cidr synth_range;     /* synthetic-range: the DNS verb's addresses (IPv4) */
+	size_t synth_max;            /* synthetic-max: names per principal */
 	struct conf_principal *principals;
 	size_t nprincipals;
 };
@@ -265,6 +268,7 @@ struct principal {
 	struct event *deny_flush;
 	TAILQ_HEAD(, pin) pins;
 	size_t npins;
+	struct synth *synth;         /* the DNS verb's names, on the first question */
 	TAILQ_HEAD(, conn) conns;
 	TAILQ_ENTRY(principal) entry;
 };

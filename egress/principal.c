@@ -162,6 +162,9 @@ principal_remove(struct principal *p, const char *why)
 		free(pin->name);
 		free(pin);
 	}
+	/* Its synthetic names die with it: no other principal ever holds them. */
+	synth_free(p->synth);
+	p->synth = NULL;
 	if (p->lease != NULL)
 		control_lease_lost(p->lease, p);
 	principal_deny_flush(p);

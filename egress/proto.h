@@ -224,25 +224,59 @@ size_t socks4_reply(uint8_t cd, uint8_t out[8]);
 /*
  * The native connector (docs/native.md): what egress-broker speaks for fd-4 clients.
  *
- *   request  "EGR1" | version u8 (1) | flags u8 (0) | port u16 | hostlen u8 | host
+ *   connect  "EGR1" | version u8 (1) | verb u8 (0) | port u16 | hostlen u8 | host
  *   reply    "EGR1" | code i32          (0: allowed, then the stream is the tunnel;
  *                                        else -(1000 + reason), libegress's codes)
  *
- * Integers are big-endian. It grants nothing the other frontends do not.
+ *   question "EGR1" | version u8 (1) | verb u8 (1) | qtype u16 | qnamelen u8 | qname
+ *   answer   "EGR1" | code i32 | rcode u8 | count u8 (0, 1) | ttl u32 | IPv4 [4]
+ *            (one question per connection; egressd closes after the answer)
+ *
+ * Integers are big-endian. It grants nothing the other frontends do not. The verb byte
+ * was the flags byte (always 0) before the question verb: an egressd that does not know
+ * the verb refuses it with the 8-byte reply, -1003, and closes.
  */
 #define EGRESS_NATIVE_MAGIC "EGR1"
 #define EGRESS_NATIVE_VERSION 1
-#define EGRESS_NATIVE_HEAD 9             /* magic, version, flags, port, hostlen */
+#define EGRESS_NATIVE_CONNECT 0          /* verb: a tunnel to host:port */
+#define EGRESS_NATIVE_QUESTION 1         /* verb: a DNS question (qname, qtype) */
+#define EGRESS_NATIVE_HEAD 9             /* magic, version, verb, port/qtype, hostlen */
 #define EGRESS_NATIVE_REPLY 8
+#define EGRESS_NATIVE_ANSWER 18          /* reply, rcode, count, ttl, address */
 
+/* DNS response codes (RFC 1035) an answer carries. */
+#define EGRESS_DNS_NOERROR 0
+#define EGRESS_DNS_FORMERR 1
+#define EGRESS_DNS_SERVFAIL 2
+#define EGRESS_DNS_NXDOMAIN 3
+#define EGRESS_DNS_TYPE_A 1
+#define EGRESS_DNS_TYPE_AAAA 28
+
+/*
+ * A parsed request. verb is set as soon as its byte was seen, also when the request is
+ * refused (ERROR), so that the caller answers a question with an answer; qtype too once
+ * the head is complete.
+ */
 struct native_request {
-	struct host host;
-	uint16_t port;
+	uint8_t verb;                /* EGRESS_NATIVE_CONNECT or EGRESS_NATIVE_QUESTION */
+	struct host host;            /* the connect target, or the question's name */
+	uint16_t port;               /* connect: 1..65535; question: 0 */
+	uint16_t qtype;              /* question: 1..65535; connect: 0 */
 };
 
 enum proto_status native_parse(const uint8_t *buf, size_t len, size_t *consumed,
     struct native_request *req, struct proto_error *err);
 /* The reply for a reason: 0 for allowed, -(1000 + reason) otherwise. */
 size_t native_reply(enum egress_reason reason, uint8_t out[EGRESS_NATIVE_REPLY]);
+/* The rcode a question's answer carries for a reason: NOERROR for allowed, NXDOMAIN for
+ * a name the policy refuses (not-allowlisted, denied-by-rule, bad-host), FORMERR for
+ * malformed-request, SERVFAIL for anything else. */
+uint8_t native_rcode(enum egress_reason reason);
+/*
+ * A question's answer: the reply's code for reason, its rcode, then one IPv4 address
+ * with ttl when a is IPv4 and reason is allowed, else no address and ttl 0.
+ */
+size_t native_answer(enum egress_reason reason, const struct addr *a, uint32_t ttl,
+    uint8_t out[EGRESS_NATIVE_ANSWER]);
 
 #endif

@@ -1131,3 +1131,50 @@ policy_decide(const struct policy *p, const struct host *h, uint16_t port, unsig
 	*line = 0;
 	return EGRESS_NOT_ALLOWLISTED;
 }
+
+/*
+ * A port set's candidates for the smallest port the policy allows: the smallest allowed
+ * port is either the start of an allow range or the port just after a deny range.
+ */
+static bool
+policy_candidates_allow(const struct policy *p, const struct host *h, const struct rule *r,
+    bool *any_deny)
+{
+	unsigned line;
+
+	for (size_t i = 0; i < r->allow.nspan; i++)
+		if (policy_decide(p, h, r->allow.span[i].lo, &line) == EGRESS_ALLOWED)
+			return true;
+	for (size_t i = 0; i < r->deny.nspan; i++) {
+		*any_deny = true;
+		if (r->deny.span[i].hi < 65535 &&
+		    policy_decide(p, h, (uint16_t)(r->deny.span[i].hi + 1), &line) ==
+		    EGRESS_ALLOWED)
+			return true;
+	}
+	return false;
+}
+
+enum egress_reason
+policy_decide_name(const struct policy *p, const struct host *h)
+{
+	size_t n = strlen(h->name), idx;
+	bool any_deny = false;
+
+	/* Every rule that matches the name, as policy_match visits them. */
+	idx = htab_find(&p->exact, p->rules, h->name, n);
+	if (idx != 0 && policy_candidates_allow(p, h, &p->rules[idx - 1], &any_deny))
+		return EGRESS_ALLOWED;
+	if (h->kind == HOST_NAME && p->wild.n != 0) {
+		for (const char *dot = memchr(h->name, '.', n); dot != NULL;
+		    dot = memchr(dot + 1, '.', n - (size_t)(dot + 1 - h->name))) {
+			const char *suffix = dot + 1;
+
+			idx = htab_find(&p->wild, p->rules, suffix, n - (size_t)(suffix - h->name));
+			if (idx != 0 && policy_candidates_allow(p, h, &p->rules[idx - 1],
+			    &any_deny))
+				return EGRESS_ALLOWED;
+		}
+	}
+	return any_deny ? EGRESS_DENIED_BY_RULE : EGRESS_NOT_ALLOWLISTED;
+}

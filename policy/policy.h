@@ -178,6 +178,13 @@ enum policy_mac_state policy_mac_state(const struct policy *p);
  */
 enum egress_reason policy_decide(const struct policy *p, const struct host *h, uint16_t port,
     unsigned *line);
+/*
+ * Decides a name without a port (egressd's DNS verb): EGRESS_ALLOWED when some port is
+ * allowed for it (an allow rule matches it there and no deny rule does); else
+ * EGRESS_DENIED_BY_RULE when a deny rule matches it on some port, else
+ * EGRESS_NOT_ALLOWLISTED. Costs a policy_decide per port range of the matching rules.
+ */
+enum egress_reason policy_decide_name(const struct policy *p, const struct host *h);
 /* True when a deny rule matches name:port (for each name of a CNAME chain). */
 bool policy_denies(const struct policy *p, const struct host *h, uint16_t port,
     unsigned *line);

@@ -410,6 +410,19 @@ def handshake(s, args):
         if rep[1] != 90:
             return False, "%d %s" % (rep[1], closed_soon(s))
         return True, "90"
+    if args.proto == "native":
+        hb = args.host.encode()
+        req = b"EGR1\x01\x00" + struct.pack(">H", args.port) + bytes([len(hb)]) + hb
+        send_maybe_split(s, req, args.split)
+        rep = recv_n(s, 8, deadline)
+        if len(rep) < 8:
+            return False, "none %s" % closed_soon(s, 0.5)
+        if rep[:4] != b"EGR1":
+            return False, "badreply=%s" % rep.hex()
+        code = struct.unpack(">i", rep[4:])[0]
+        if code != 0:
+            return False, "%d %s" % (code, closed_soon(s))
+        return True, "0"
     # HTTP CONNECT
     authority = "[%s]:%d" % (args.host, args.port) if ":" in args.host else \
         "%s:%d" % (args.host, args.port)
@@ -823,6 +836,48 @@ def matches(r, wheres):
     return True
 
 
+QTYPES = {"A": 1, "NS": 2, "CNAME": 5, "MX": 15, "TXT": 16, "AAAA": 28, "SRV": 33,
+          "HTTPS": 65}
+
+
+def cmd_dnsq(args):
+    """The native connector's question verb (docs/native.md), one connection per name:
+    prints 'CODE RCODE COUNT TTL ADDR CLOSED' per name (ADDR '-' when COUNT is 0, CLOSED
+    'closed' when egressd closed after the answer), or 'short N' for a truncated one."""
+    names = list(args.names)
+    if args.many:
+        names = [args.many.replace("%d", str(i)) for i in range(args.count)]
+    qtype = QTYPES[args.qtype] if args.qtype in QTYPES else int(args.qtype)
+    lines = []
+    for name in names:
+        s = connect_unix(args.sock, None, args.timeout)
+        qb = name.encode("latin-1")
+        s.sendall(b"EGR1\x01\x01" + struct.pack(">H", qtype) + bytes([len(qb)]) + qb)
+        deadline = time.monotonic() + args.timeout
+        rep = recv_n(s, 18, deadline)
+        if len(rep) != 18 or rep[:4] != b"EGR1":
+            lines.append("short %d %s" % (len(rep), rep.hex()))
+            s.close()
+            continue
+        code = struct.unpack(">i", rep[4:8])[0]
+        ttl = struct.unpack(">I", rep[10:14])[0]
+        addr = socket.inet_ntop(socket.AF_INET, rep[14:18]) if rep[9] else "-"
+        closed = "closed" if recv_n(s, 1, deadline) == b"" else "open"
+        s.close()
+        lines.append("%d %d %d %d %s %s" % (code, rep[8], rep[9], ttl, addr, closed))
+    if args.summary:
+        # Distinct answers and how many names got an address (many names at once).
+        addrs = [l.split()[4] for l in lines if not l.startswith("short")]
+        out("names=%d answered=%d distinct=%d" % (len(lines), sum(a != "-" for a in addrs),
+                                                 len(set(a for a in addrs if a != "-"))))
+        if args.last_file:
+            write_atomic(args.last_file, "\n".join(lines) + "\n")
+        return 0
+    for l in lines:
+        out(l)
+    return 0
+
+
 def cmd_rcpt(args):
     end = time.monotonic() + args.wait
     while True:
@@ -984,7 +1039,7 @@ def main():
     p.set_defaults(fn=cmd_backlog0)
 
     p = sub.add_parser("tunnel")
-    p.add_argument("proto", choices=["socks5", "socks4", "socks4a", "connect"])
+    p.add_argument("proto", choices=["socks5", "socks4", "socks4a", "connect", "native"])
     p.add_argument("sock")
     p.add_argument("host")
     p.add_argument("port", type=int)
@@ -1021,6 +1076,17 @@ def main():
     p.add_argument("--ready-file")
     p.add_argument("--go-file")
     p.set_defaults(fn=cmd_tunnel)
+
+    p = sub.add_parser("dnsq")
+    p.add_argument("sock")
+    p.add_argument("qtype")
+    p.add_argument("names", nargs="*")
+    p.add_argument("--many", help="a name pattern with %%d, asked --count times")
+    p.add_argument("--count", type=int, default=0)
+    p.add_argument("--summary", action="store_true")
+    p.add_argument("--last-file", help="with --summary: every answer line, in order")
+    p.add_argument("--timeout", type=float, default=10)
+    p.set_defaults(fn=cmd_dnsq)
 
     p = sub.add_parser("raw")
     p.add_argument("sock")

@@ -1,7 +1,7 @@
 #!/bin/sh
 # egressd end to end: the native connector (EGR1, docs/native.md). An allowed host gets
 # code 0 and the connection becomes the tunnel; refusals get libegress's codes and a deny
-# receipt with frontend "native"; a bad magic, version or flags byte is refused at once;
+# receipt with frontend "native"; a bad magic, version or verb byte is refused at once;
 # names are still resolved by egressd and classified.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/e2e/lib.sh"
 cd "$WORK" || exit 1
@@ -60,7 +60,7 @@ expect_eq "denied by rule: -1002" -1002 "$(nat bad.e2e.test "$ECHO")"
 expect_eq "bad host (2130706433): -1004" -1004 "$(nat 2130706433 "$ECHO")"
 expect_eq "private answer: -1005" -1005 "$(nat priv.e2e.test "$ECHO")"
 expect_eq "unknown version: -1003" -1003 "$(nat n.e2e.test "$ECHO" "EGR1\002\000")"
-expect_eq "flags set: -1003" -1003 "$(nat n.e2e.test "$ECHO" "EGR1\001\001")"
+expect_eq "unknown verb: -1003" -1003 "$(nat n.e2e.test "$ECHO" "EGR1\001\002")"
 m=$(rcpt_mark)
 nat other.e2e.test "$ECHO" >/dev/null
 expect_eq "refusal: deny receipt with frontend native and its reason" \

@@ -1,7 +1,9 @@
 /*
- * fuzz_native.c: libFuzzer target for the EGR1 native framing. Beyond not crashing:
- * consumed never exceeds the input, an accepted host re-parses to itself, every prefix
- * of an accepted request asks for more, and a refusal always has a reason.
+ * fuzz_native.c: libFuzzer target for the EGR1 native framing, both verbs (connect and
+ * the DNS question). Beyond not crashing: consumed never exceeds the input, an accepted
+ * host re-parses to itself, a connect has a port and no qtype and a question the
+ * reverse, every prefix of an accepted request asks for more, a refusal always has a
+ * reason, and an answer built for what was parsed is well formed.
  */
 #include "config.h"
 
@@ -21,11 +23,21 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	enum proto_status st = native_parse(data, size, &consumed, &req, &err);
 	const char *why;
 
+	uint8_t out[EGRESS_NATIVE_ANSWER];
+
 	if (st == PROTO_ERROR && (err.why == NULL || err.reason == EGRESS_ALLOWED))
+		abort();
+	if (st == PROTO_ERROR && req.verb == EGRESS_NATIVE_QUESTION && err.has_port)
 		abort();
 	if (st != PROTO_OK)
 		return 0;
-	if (consumed > size || consumed < EGRESS_NATIVE_HEAD || req.port == 0)
+	if (consumed > size || consumed < EGRESS_NATIVE_HEAD)
+		abort();
+	if (req.verb == EGRESS_NATIVE_CONNECT ? req.port == 0 || req.qtype != 0 :
+	    req.verb != EGRESS_NATIVE_QUESTION || req.qtype == 0 || req.port != 0)
+		abort();
+	if (native_answer(EGRESS_ALLOWED, &req.host.addr, 1, out) != EGRESS_NATIVE_ANSWER ||
+	    out[9] != (req.host.kind == HOST_IPV4))
 		abort();
 	if (host_parse(req.host.name, strlen(req.host.name), &again.host, &why) == -1 ||
 	    strcmp(again.host.name, req.host.name) != 0)

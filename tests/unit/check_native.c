@@ -59,6 +59,136 @@ START_TEST(test_good)
 	ck_assert_str_eq(req.host.name, good[_i].canonical);
 	ck_assert_int_eq(req.host.kind, good[_i].kind);
 	ck_assert_uint_eq(req.port, good[_i].port);
+	ck_assert_uint_eq(req.verb, EGRESS_NATIVE_CONNECT);
+	ck_assert_uint_eq(req.qtype, 0);
+}
+END_TEST
+
+/* The question verb: the same head, qtype where the port was, the qname as a host. */
+static const struct {
+	const char *qname;
+	uint16_t qtype;
+	const char *canonical;
+	enum host_kind kind;
+} questions[] = {
+	{ "api.github.com", 1, "api.github.com", HOST_NAME },
+	{ "API.GitHub.COM.", 28, "api.github.com", HOST_NAME },
+	{ "x.e2e.test", 16, "x.e2e.test", HOST_NAME },
+	{ "140.82.112.4", 1, "140.82.112.4", HOST_IPV4 },
+	{ "2606:4700:4700::1111", 28, "2606:4700:4700::1111", HOST_IPV6 },
+	{ "a", 65535, "a", HOST_NAME },
+};
+
+START_TEST(test_question)
+{
+	uint8_t buf[512];
+	size_t len = frame(buf, 1, EGRESS_NATIVE_QUESTION, questions[_i].qtype,
+	    questions[_i].qname, strlen(questions[_i].qname));
+	struct native_request req;
+	struct proto_error err;
+	size_t consumed;
+
+	for (size_t cut = 0; cut < len; cut++) {
+		ck_assert_msg(native_parse(buf, cut, &consumed, &req, &err) == PROTO_NEED_MORE,
+		    "%s: prefix of %zu bytes did not ask for more", questions[_i].qname, cut);
+		/* The verb is known once its byte is there. */
+		if (cut >= 6)
+			ck_assert_uint_eq(req.verb, EGRESS_NATIVE_QUESTION);
+	}
+	memcpy(buf + len, "trailing", 8);
+	ck_assert_int_eq(native_parse(buf, len + 8, &consumed, &req, &err), PROTO_OK);
+	ck_assert_uint_eq(consumed, len);
+	ck_assert_uint_eq(req.verb, EGRESS_NATIVE_QUESTION);
+	ck_assert_uint_eq(req.qtype, questions[_i].qtype);
+	ck_assert_uint_eq(req.port, 0);
+	ck_assert_str_eq(req.host.name, questions[_i].canonical);
+	ck_assert_int_eq(req.host.kind, questions[_i].kind);
+}
+END_TEST
+
+static const struct {
+	const char *what;
+	uint16_t qtype;
+	const char *qname;
+	size_t qnamelen;
+	enum egress_reason reason;
+	size_t decided_at;
+} bad_questions[] = {
+	{ "qtype 0", 0, "a.test", 6, EGRESS_MALFORMED_REQUEST, 9 },
+	{ "empty qname", 1, "", 0, EGRESS_MALFORMED_REQUEST, 9 },
+	{ "numeric trick", 1, "2130706433", 10, EGRESS_BAD_HOST, 19 },
+	{ "NUL in qname", 1, "evil.com\0.ok.test", 17, EGRESS_BAD_HOST, 26 },
+	{ "underscore", 33, "_sip._tcp.test", 14, EGRESS_BAD_HOST, 23 },
+	{ "empty label", 1, "a..test", 7, EGRESS_BAD_HOST, 16 },
+};
+
+START_TEST(test_bad_question)
+{
+	uint8_t buf[512];
+	struct native_request req;
+	struct proto_error err;
+	size_t consumed;
+
+	frame(buf, 1, EGRESS_NATIVE_QUESTION, bad_questions[_i].qtype, bad_questions[_i].qname,
+	    bad_questions[_i].qnamelen);
+	for (size_t cut = 0; cut < bad_questions[_i].decided_at; cut++)
+		ck_assert_msg(native_parse(buf, cut, &consumed, &req, &err) == PROTO_NEED_MORE,
+		    "%s: %zu bytes did not ask for more", bad_questions[_i].what, cut);
+	ck_assert_int_eq(native_parse(buf, bad_questions[_i].decided_at, &consumed, &req, &err),
+	    PROTO_ERROR);
+	ck_assert_int_eq(err.reason, bad_questions[_i].reason);
+	/* Refused, but still a question: the caller answers it (NXDOMAIN, FORMERR). */
+	ck_assert_uint_eq(req.verb, EGRESS_NATIVE_QUESTION);
+	ck_assert(!err.has_port);
+	if (bad_questions[_i].reason == EGRESS_BAD_HOST) {
+		ck_assert_uint_eq(req.qtype, bad_questions[_i].qtype);
+		ck_assert_uint_eq(err.raw_len, bad_questions[_i].qnamelen);
+		ck_assert(memcmp(err.raw, bad_questions[_i].qname, err.raw_len) == 0);
+	}
+}
+END_TEST
+
+static const struct {
+	enum egress_reason reason;
+	const char *addr;            /* NULL: none given */
+	uint32_t ttl;
+	int32_t code;
+	uint8_t rcode, count;
+	uint32_t ttl_sent;
+} answers[] = {
+	{ EGRESS_ALLOWED, "198.18.0.7", 1, 0, 0, 1, 1 },
+	{ EGRESS_ALLOWED, "140.82.112.4", 1, 0, 0, 1, 1 },
+	{ EGRESS_ALLOWED, NULL, 1, 0, 0, 0, 0 },             /* AAAA: NOERROR, no data */
+	{ EGRESS_ALLOWED, "2001:db8::1", 1, 0, 0, 0, 0 },    /* only IPv4 is carried */
+	{ EGRESS_NOT_ALLOWLISTED, "198.18.0.7", 1, -1001, 3, 0, 0 },
+	{ EGRESS_DENIED_BY_RULE, NULL, 0, -1002, 3, 0, 0 },
+	{ EGRESS_BAD_HOST, NULL, 0, -1004, 3, 0, 0 },
+	{ EGRESS_MALFORMED_REQUEST, NULL, 0, -1003, 1, 0, 0 },
+	{ EGRESS_HANDSHAKE_TIMEOUT, NULL, 0, -1019, 2, 0, 0 },
+	{ EGRESS_SHUTDOWN, NULL, 0, -1022, 2, 0, 0 },
+};
+
+START_TEST(test_answer)
+{
+	uint8_t out[EGRESS_NATIVE_ANSWER];
+	struct addr a;
+	uint32_t u;
+
+	if (answers[_i].addr != NULL)
+		ck_assert_int_eq(addr_parse(answers[_i].addr, strlen(answers[_i].addr), &a), 0);
+	ck_assert_uint_eq(native_answer(answers[_i].reason, answers[_i].addr ? &a : NULL,
+	    answers[_i].ttl, out), 18);
+	ck_assert(memcmp(out, "EGR1", 4) == 0);
+	u = (uint32_t)out[4] << 24 | (uint32_t)out[5] << 16 | (uint32_t)out[6] << 8 | out[7];
+	ck_assert_int_eq((int32_t)u, answers[_i].code);
+	ck_assert_uint_eq(out[8], answers[_i].rcode);
+	ck_assert_uint_eq(out[9], answers[_i].count);
+	u = (uint32_t)out[10] << 24 | (uint32_t)out[11] << 16 | (uint32_t)out[12] << 8 | out[13];
+	ck_assert_uint_eq(u, answers[_i].ttl_sent);
+	if (answers[_i].count)
+		ck_assert(memcmp(out + 14, a.b, 4) == 0);
+	else
+		ck_assert(memcmp(out + 14, "\0\0\0\0", 4) == 0);
 }
 END_TEST
 
@@ -76,7 +206,8 @@ static const struct {
 	{ "HTTP", 1, 0, 443, "a.test", 6, "GET ", EGRESS_MALFORMED_REQUEST, 1 },
 	{ "version 0", 0, 0, 443, "a.test", 6, NULL, EGRESS_MALFORMED_REQUEST, 5 },
 	{ "version 2", 2, 0, 443, "a.test", 6, NULL, EGRESS_MALFORMED_REQUEST, 5 },
-	{ "flags set", 1, 1, 443, "a.test", 6, NULL, EGRESS_MALFORMED_REQUEST, 6 },
+	{ "unknown verb 2", 1, 2, 443, "a.test", 6, NULL, EGRESS_MALFORMED_REQUEST, 6 },
+	{ "unknown verb 0x80", 1, 0x80, 443, "a.test", 6, NULL, EGRESS_MALFORMED_REQUEST, 6 },
 	{ "port 0", 1, 0, 0, "a.test", 6, NULL, EGRESS_MALFORMED_REQUEST, 9 },
 	{ "empty host", 1, 0, 443, "", 0, NULL, EGRESS_MALFORMED_REQUEST, 9 },
 	{ "numeric trick", 1, 0, 443, "2130706433", 10, NULL, EGRESS_BAD_HOST, 19 },
@@ -181,6 +312,15 @@ main(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("host length bounds");
 	tcase_add_test(tc, test_longest_host);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("questions: split at every byte, the verb known early");
+	tcase_add_loop_test(tc, test_question, 0, (int)NELEM(questions));
+	suite_add_tcase(s, tc);
+	tc = tcase_create("refused questions are still questions");
+	tcase_add_loop_test(tc, test_bad_question, 0, (int)NELEM(bad_questions));
+	suite_add_tcase(s, tc);
+	tc = tcase_create("answers: code, rcode, at most one IPv4 address");
+	tcase_add_loop_test(tc, test_answer, 0, (int)NELEM(answers));
 	suite_add_tcase(s, tc);
 	tc = tcase_create("replies carry libegress's codes");
 	tcase_add_loop_test(tc, test_reply, 0, (int)NELEM(replies));

@@ -1212,6 +1212,47 @@ END_TEST
 #undef D
 #undef N
 
+/* A name without a port (the DNS verb): allowed when some port is allowed for it. */
+static const struct {
+	const char *policy;
+	const char *host;
+	enum egress_reason want;
+} name_cases[] = {
+	{ "allow x.com 443\n", "x.com", EGRESS_ALLOWED },
+	{ "allow x.com 443\n", "y.com", EGRESS_NOT_ALLOWLISTED },
+	{ "allow x.com 443\n", "a.x.com", EGRESS_NOT_ALLOWLISTED },
+	{ "allow *.e2e.test 443\n", "n7.e2e.test", EGRESS_ALLOWED },
+	{ "allow *.e2e.test 443\n", "e2e.test", EGRESS_NOT_ALLOWLISTED },
+	{ "allow x.com 443\ndeny x.com 443\n", "x.com", EGRESS_DENIED_BY_RULE },
+	/* Denied on 443 only: still allowed on 80. */
+	{ "allow x.com 80,443\ndeny x.com 443\n", "x.com", EGRESS_ALLOWED },
+	/* The allowed port lies just past a deny range, inside the allow range. */
+	{ "allow x.com 1-1000\ndeny x.com 1-999\n", "x.com", EGRESS_ALLOWED },
+	{ "allow x.com 1-1000\ndeny x.com 1-1000\n", "x.com", EGRESS_DENIED_BY_RULE },
+	{ "allow x.com 1-65535\ndeny x.com 1-65535\n", "x.com", EGRESS_DENIED_BY_RULE },
+	/* A deny wildcard refuses what an exact allow names, on every port it allows. */
+	{ "allow a.x.com 443\ndeny *.x.com 1-65535\n", "a.x.com", EGRESS_DENIED_BY_RULE },
+	{ "allow *.x.com 443\ndeny a.x.com 443\n", "b.x.com", EGRESS_ALLOWED },
+	{ "allow *.x.com 443\ndeny a.x.com 443\n", "a.x.com", EGRESS_DENIED_BY_RULE },
+	/* A deny that matches on a port nothing allows still names the refusal. */
+	{ "deny x.com 22\n", "x.com", EGRESS_DENIED_BY_RULE },
+	{ "allow 140.82.112.4 22\n", "140.82.112.4", EGRESS_ALLOWED },
+	{ "allow 140.82.112.4 22\n", "140.82.112.5", EGRESS_NOT_ALLOWLISTED },
+	{ "allow *.x.com 443\n", "198.18.0.7", EGRESS_NOT_ALLOWLISTED },
+};
+
+START_TEST(test_decide_name)
+{
+	struct policy *p = must_load(name_cases[_i].policy, 0);
+	struct host h;
+
+	parse_host(name_cases[_i].host, &h);
+	ck_assert_msg(policy_decide_name(p, &h) == name_cases[_i].want, "%s: %s",
+	    name_cases[_i].policy, name_cases[_i].host);
+	policy_free(p);
+}
+END_TEST
+
 /* A policy without rules decides nothing; deny alone allows nothing. */
 START_TEST(test_decide_empty)
 {
@@ -1370,6 +1411,10 @@ policy_suite(void)
 
 	tc = tcase_create("denies");
 	tcase_add_loop_test(tc, test_denies, 0, (int)NELEMS(decide_cases));
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("decide a name without a port");
+	tcase_add_loop_test(tc, test_decide_name, 0, (int)NELEMS(name_cases));
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("decide_empty");
