@@ -53,4 +53,65 @@ expect_match "another principal's synthetic address is bad-host" '^-1004 closed'
 expect_match "a literal the policy does not name is refused" '^-1001 closed' \
     "$(py tunnel transparent "$A" 127.0.0.1 "$ECHO" --mode none)"
 
+# --- egress-relay's transparent listener ----------------------------------------------
+# The sandbox's set-up (docs/sandbox.md), made here in the test's own network namespace:
+# the synthetic range is local, and nft redirects TCP to it to the relay's transparent
+# listener. A client then connects to the address directly, with no proxy at all.
+if [ "$E2E_ISOLATED" != 1 ] || ! command -v nft >/dev/null 2>&1; then
+	echo "# SKIP relay part: needs an isolated network namespace and nft"
+	finish
+fi
+RELAY="$top_builddir/egress-relay"
+RPORT=$(freeport)
+TPORT=$(freeport)
+ip route add local 198.18.0.0/15 dev lo
+printf 'table ip egress_test {\n chain out {\n  type nat hook output priority -100; policy accept;\n  ip daddr 198.18.0.0/15 meta l4proto tcp redirect to :%s\n }\n}\n' \
+    "$TPORT" | nft -f -
+spawn relayt "$RELAY" --listen "127.0.0.1:$RPORT" --transparent "127.0.0.1:$TPORT" \
+    --egress "$A" --verbose
+if ! wait_tcp "$TPORT"; then
+	echo "Bail out! egress-relay did not listen: $(cat "$WORK/relayt.err")"
+	exit 99
+fi
+# direct ADDR PORT: a plain TCP client, no proxy; prints the echo or the connection's fate.
+direct() {
+	env -u HTTPS_PROXY -u https_proxy -u ALL_PROXY -u all_proxy -u HTTP_PROXY -u http_proxy \
+	    "$E2E_PY" -c '
+import socket, sys
+try:
+    s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
+    s.sendall(b"hello through the relay")
+    s.shutdown(socket.SHUT_WR)
+    got = b""
+    while True:
+        b = s.recv(4096)
+        if not b:
+            break
+        got += b
+    print(got.decode() if got else "eof")
+except ConnectionResetError:
+    print("reset")
+except OSError as e:
+    print("error", e.errno)
+' "$1" "$2"
+}
+m=$(rcpt_mark)
+expect_eq "a direct connect to the synthetic address is relayed, bytes both ways" \
+    "hello through the relay" "$(direct "$SYN" "$ECHO")"
+expect_eq "... receipt: frontend transparent, host the name, addr the real one" \
+    "open transparent ok.e2e.test $ECHO 127.0.0.1" \
+    "$(rcpt --skip "$m" --where event=open --wait 10 --fields event,frontend,host,port,addr)"
+m=$(rcpt_mark)
+expect_eq "another port: the client's connection is reset" "reset" "$(direct "$SYN" 9)"
+expect_eq "... deny receipt, transparent, the name" "deny transparent ok.e2e.test 9 not-allowlisted" \
+    "$(rcpt --skip "$m" --where event=deny --wait 10 --fields event,frontend,host,port,reason)"
+m=$(rcpt_mark)
+expect_eq "a synthetic address never given: reset" "reset" "$(direct "$NEVER" "$ECHO")"
+expect_eq "... deny receipt bad-host" "deny transparent $NEVER bad-host" \
+    "$(rcpt --skip "$m" --where event=deny --wait 10 --fields event,frontend,host,reason)"
+expect_match "a connection made to the transparent listener itself is closed unanswered" \
+    '^(eof|reset)$' "$(direct 127.0.0.1 "$TPORT")"
+expect_match "... the relay says why (no original destination)" 'no original destination' \
+    "$(cat "$WORK/relayt.err")"
+
 finish
