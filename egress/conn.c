@@ -54,6 +54,7 @@ enum conn_frontend {
 	FE_SOCKS4,
 	FE_NATIVE,
 	FE_DNS,                      /* the native connector's question verb */
+	FE_TRANSPARENT,              /* its transparent verb: egress-relay for the workload */
 };
 
 static const char *const frontend_names[] = {
@@ -64,6 +65,7 @@ static const char *const frontend_names[] = {
 	[FE_SOCKS4] = "socks4",
 	[FE_NATIVE] = "native",
 	[FE_DNS] = "dns",
+	[FE_TRANSPARENT] = "transparent",
 };
 
 struct conn;
@@ -324,6 +326,7 @@ conn_deny_as(struct conn *c, enum egress_reason reason, const char *why, const u
 			n = socks4_reply((uint8_t)socks_rep, out);
 		break;
 	case FE_NATIVE:
+	case FE_TRANSPARENT:
 		n = native_reply(reason, out);
 		break;
 	case FE_DNS:
@@ -803,7 +806,8 @@ conn_start_relay(struct conn *c, int fd)
 		bufferevent_write(c->cbev, out, socks4_reply(90, out));
 		break;
 	}
-	case FE_NATIVE: {
+	case FE_NATIVE:
+	case FE_TRANSPARENT: {
 		uint8_t out[EGRESS_NATIVE_REPLY];
 
 		bufferevent_write(c->cbev, out, native_reply(EGRESS_ALLOWED, out));
@@ -1603,6 +1607,8 @@ conn_native(struct conn *c, struct evbuffer *in)
 	/* From the verb byte on, a question is answered as one (and its receipts say dns). */
 	if (req.verb == EGRESS_NATIVE_QUESTION)
 		c->fe = FE_DNS;
+	else if (req.verb == EGRESS_NATIVE_TRANSPARENT)
+		c->fe = FE_TRANSPARENT;  /* the same pipeline as native: only the name differs */
 	if (st == PROTO_NEED_MORE)
 		return;
 	if (st == PROTO_ERROR) {

@@ -1,7 +1,8 @@
 /*
  * native.c: the native connector's framing (EGR1), the frontend egress-broker speaks on
  * behalf of fd-4 clients, and its DNS question verb, which the sandbox's stub resolver
- * speaks. A pure, bounded parser like the others: a fixed 9-byte head and a host of at
+ * speaks, and its transparent verb (a connect that egress-relay's transparent listener
+ * makes for the workload: the same request, another receipt frontend). A pure, bounded parser like the others: a fixed 9-byte head and a host of at
  * most 255 bytes, which goes through host_parse like every host. Trusts nothing of the
  * bytes; the verb byte is checked as soon as it arrives, so an unknown verb (and, in an
  * older egressd, the question verb itself) is refused at once.
@@ -43,7 +44,8 @@ native_parse(const uint8_t *buf, size_t len, size_t *consumed, struct native_req
 	if (len >= 5 && buf[4] != EGRESS_NATIVE_VERSION)
 		return native_fail(err, EGRESS_MALFORMED_REQUEST, "unknown EGR1 version", NULL,
 		    0);
-	if (len >= 6 && buf[5] != EGRESS_NATIVE_CONNECT && buf[5] != EGRESS_NATIVE_QUESTION)
+	if (len >= 6 && buf[5] != EGRESS_NATIVE_CONNECT && buf[5] != EGRESS_NATIVE_QUESTION &&
+	    buf[5] != EGRESS_NATIVE_TRANSPARENT)
 		return native_fail(err, EGRESS_MALFORMED_REQUEST, "unknown EGR1 verb", NULL, 0);
 	if (len >= 6)
 		req->verb = buf[5];          /* known from here on, also when refused */
@@ -66,7 +68,7 @@ native_parse(const uint8_t *buf, size_t len, size_t *consumed, struct native_req
 	if (len < EGRESS_NATIVE_HEAD + hostlen)
 		return PROTO_NEED_MORE;
 	if (host_parse((const char *)buf + EGRESS_NATIVE_HEAD, hostlen, &req->host, &why) == -1) {
-		if (req->verb == EGRESS_NATIVE_CONNECT) {
+		if (req->verb != EGRESS_NATIVE_QUESTION) {
 			err->has_port = true;        /* checked above: not 0 */
 			err->port = req->port;
 		}

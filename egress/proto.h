@@ -240,6 +240,8 @@ size_t socks4_reply(uint8_t cd, uint8_t out[8]);
 #define EGRESS_NATIVE_VERSION 1
 #define EGRESS_NATIVE_CONNECT 0          /* verb: a tunnel to host:port */
 #define EGRESS_NATIVE_QUESTION 1         /* verb: a DNS question (qname, qtype) */
+#define EGRESS_NATIVE_TRANSPARENT 2      /* verb: connect, for egress-relay's transparent
+                                          * listener (receipts say transparent) */
 #define EGRESS_NATIVE_HEAD 9             /* magic, version, verb, port/qtype, hostlen */
 #define EGRESS_NATIVE_REPLY 8
 #define EGRESS_NATIVE_ANSWER 18          /* reply, rcode, count, ttl, address */
@@ -258,7 +260,7 @@ size_t socks4_reply(uint8_t cd, uint8_t out[8]);
  * the head is complete.
  */
 struct native_request {
-	uint8_t verb;                /* EGRESS_NATIVE_CONNECT or EGRESS_NATIVE_QUESTION */
+	uint8_t verb;                /* EGRESS_NATIVE_CONNECT, _QUESTION or _TRANSPARENT */
 	struct host host;            /* the connect target, or the question's name */
 	uint16_t port;               /* connect: 1..65535; question: 0 */
 	uint16_t qtype;              /* question: 1..65535; connect: 0 */

@@ -9,6 +9,13 @@
  * accepting for a second (common/accept.c, the same pause as egressd's) instead of spinning
  * on a listener that stays readable.
  *
+ * With --transparent ADDR:PORT it also accepts the connections that the sandbox's nft rule
+ * redirected there (docs/sandbox.md "Transparent connections"): for each it reads the
+ * original destination (SO_ORIGINAL_DST, set by the kernel, not by the client) and sends
+ * egressd an EGR1 transparent connect (verb 2) for that address and port before relaying.
+ * Of egressd's side it reads only the 8-byte EGR1 reply; a refusal resets the client, which
+ * sees its connect fail as it would elsewhere. The workload's bytes are never parsed.
+ *
  * Trusts: nothing its clients send (it only copies bytes, with bounded buffers and a fixed
  * number of slots), and the principal socket as pinned at start.
  */
@@ -19,6 +26,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <netinet/in.h>
+#include <linux/netfilter_ipv4.h>
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -50,6 +58,8 @@ struct relay_conn {
 	struct event *rd[2];                   /* our reads: [0] client, [1] egress */
 	bool client_eof, egress_eof;
 	bool client_shut, egress_shut;
+	uint8_t reply[8];                      /* transparent: egressd's EGR1 reply ... */
+	size_t reply_need;                     /* ... bytes of it still to come, else 0 */
 	struct relay_conn *next, *prev;
 };
 
@@ -61,7 +71,7 @@ static size_t buffer_max = RELAY_DEFAULT_BUFFER;
 static struct relay_conn *conns;
 static bool verbose;
 static uint8_t *scratch;                /* one read at a time, buffer_max bytes */
-static struct event *ev_accept;
+static struct event *ev_accept, *ev_taccept;
 static void relay_listen_onoff(bool on, void *arg);
 static struct egress_accept_pause accept_pause = { .listen = relay_listen_onoff };
 
@@ -71,7 +81,8 @@ usage(const char *msg)
 	if (msg)
 		fprintf(stderr, "egress-relay: %s\n", msg);
 	fprintf(stderr, "usage: egress-relay --listen ADDR:PORT --egress PATH [--expect DEV:INO]\n"
-	    "                    [--max-conns N] [--buffer BYTES] [--ready-fd FD]\n");
+	    "                    [--transparent ADDR:PORT] [--max-conns N] [--buffer BYTES]\n"
+	    "                    [--ready-fd FD]\n");
 	exit(2);
 }
 
@@ -135,6 +146,29 @@ relay_read(evutil_socket_t fd, short what, void *arg)
 	ssize_t n, w = 0;
 
 	(void)what;
+	if (!from_client && rc->reply_need > 0) {
+		/* egressd's answer to the transparent connect: ours, not the client's. */
+		n = read(fd, rc->reply + sizeof(rc->reply) - rc->reply_need, rc->reply_need);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+			return;
+		if (n > 0)
+			rc->reply_need -= (size_t)n;
+		if (n <= 0 || (rc->reply_need == 0 && (memcmp(rc->reply, "EGR1", 4) != 0 ||
+		    memcmp(rc->reply + 4, "\0\0\0\0", 4) != 0))) {
+			/* Refused: a reset, so the client's connect-then-read fails like one. */
+			struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+			if (verbose && n > 0)
+				fprintf(stderr, "egress-relay: transparent connect refused (%d)\n",
+				    (int)(int32_t)((uint32_t)rc->reply[4] << 24 |
+				    (uint32_t)rc->reply[5] << 16 | (uint32_t)rc->reply[6] << 8 |
+				    rc->reply[7]));
+			setsockopt(bufferevent_getfd(rc->client), SOL_SOCKET, SO_LINGER, &lg,
+			    sizeof(lg));
+			relay_free(rc);
+		}
+		return;
+	}
 	if (queued >= buffer_max) {
 		event_del(ev);
 		bufferevent_setwatermark(dst, EV_WRITE, buffer_max / 2, 0);
@@ -226,21 +260,56 @@ relay_listen_onoff(bool on, void *arg)
 	(void)arg;
 	if (on) {
 		event_add(ev_accept, NULL);
+		if (ev_taccept)
+			event_add(ev_taccept, NULL);
 		return;
 	}
 	event_del(ev_accept);
+	if (ev_taccept)
+		event_del(ev_taccept);
 	fprintf(stderr, "egress-relay: out of descriptors, accepting again in %d ms\n",
 	    EGRESS_ACCEPT_PAUSE_MS);
+}
+
+/*
+ * The EGR1 transparent connect for a redirected connection: its original destination as
+ * the kernel's NAT recorded it. A connection that was not redirected (one made to the
+ * transparent listener itself) has none and is refused: 0 bytes, -1.
+ */
+static int
+relay_transparent_request(int fd, uint8_t *out, size_t *outlen)
+{
+	struct sockaddr_in dst, self;
+	socklen_t dl = sizeof(dst), sl = sizeof(self);
+	char host[INET_ADDRSTRLEN];
+	size_t hl;
+
+	if (getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &dst, &dl) == -1 ||
+	    dst.sin_family != AF_INET ||
+	    getsockname(fd, (struct sockaddr *)&self, &sl) == -1 ||
+	    (dst.sin_addr.s_addr == self.sin_addr.s_addr && dst.sin_port == self.sin_port) ||
+	    inet_ntop(AF_INET, &dst.sin_addr, host, sizeof(host)) == NULL)
+		return -1;
+	hl = strlen(host);
+	memcpy(out, "EGR1\1\2", 6);
+	memcpy(out + 6, &dst.sin_port, 2);        /* already big-endian */
+	out[8] = (uint8_t)hl;
+	memcpy(out + 9, host, hl);
+	*outlen = 9 + hl;
+	return 0;
 }
 
 static void
 relay_accept_cb(evutil_socket_t lfd, short what, void *arg)
 {
+	bool transparent = arg != NULL;
+
 	(void)what;
-	(void)arg;
 	for (int i = 0; i < 64; i++) {
 		int fd = egress_accept(lfd, &accept_pause), efd, one = 1;
 		struct relay_conn *rc;
+		uint8_t req[9 + INET_ADDRSTRLEN];
+		size_t reqlen = 0;
 
 		if (fd == -1)
 			return;         /* nothing queued, or paused (egress_accept) */
@@ -249,6 +318,13 @@ relay_accept_cb(evutil_socket_t lfd, short what, void *arg)
 			if (verbose)
 				fprintf(stderr, "egress-relay: all %zu slots busy, refused\n",
 				    max_conns);
+			close(fd);
+			continue;
+		}
+		if (transparent && relay_transparent_request(fd, req, &reqlen) == -1) {
+			if (verbose)
+				fprintf(stderr, "egress-relay: transparent: no original "
+				    "destination, refused\n");
 			close(fd);
 			continue;
 		}
@@ -287,6 +363,11 @@ relay_accept_cb(evutil_socket_t lfd, short what, void *arg)
 		bufferevent_set_max_single_write(rc->egress, buffer_max);
 		bufferevent_enable(rc->client, EV_WRITE);
 		bufferevent_enable(rc->egress, EV_WRITE);
+		if (transparent) {
+			/* The request first; the client's bytes follow it unread. */
+			bufferevent_write(rc->egress, req, reqlen);
+			rc->reply_need = sizeof(rc->reply);
+		}
 		rc->rd[0] = event_new(base, fd, EV_READ | EV_PERSIST, relay_read, rc);
 		rc->rd[1] = event_new(base, efd, EV_READ | EV_PERSIST, relay_read, rc);
 		event_add(rc->rd[0], NULL);
@@ -403,6 +484,7 @@ main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, 'l' },
+		{ "transparent", required_argument, NULL, 't' },
 		{ "egress", required_argument, NULL, 'e' },
 		{ "expect", required_argument, NULL, 'x' },
 		{ "max-conns", required_argument, NULL, 'm' },
@@ -411,14 +493,15 @@ main(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *listen_spec = NULL, *egress = NULL, *expect = NULL;
+	const char *listen_spec = NULL, *egress = NULL, *expect = NULL, *tspec = NULL;
 	struct event *ev_term, *ev_int;
-	int ch, lfd, ready_fd = -1;
+	int ch, lfd, tfd = -1, ready_fd = -1;
 	char *end;
 
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'l': listen_spec = optarg; break;
+		case 't': tspec = optarg; break;
 		case 'e': egress = optarg; break;
 		case 'x': expect = optarg; break;
 		case 'm':
@@ -452,6 +535,8 @@ main(int argc, char **argv)
 	scratch = xmalloc(buffer_max);
 	relay_pin(egress, expect);
 	lfd = relay_listen(listen_spec);
+	if (tspec != NULL)
+		tfd = relay_listen(tspec);
 	if ((base = event_base_new()) == NULL) {
 		fprintf(stderr, "egress-relay: libevent: no event base\n");
 		return 1;
@@ -465,6 +550,11 @@ main(int argc, char **argv)
 	ev_term = evsignal_new(base, SIGTERM, relay_signal_cb, NULL);
 	ev_int = evsignal_new(base, SIGINT, relay_signal_cb, NULL);
 	event_add(ev_accept, NULL);
+	if (tfd != -1) {
+		/* arg non-NULL: this listener's connections are transparent ones */
+		ev_taccept = event_new(base, tfd, EV_READ | EV_PERSIST, relay_accept_cb, base);
+		event_add(ev_taccept, NULL);
+	}
 	event_add(ev_term, NULL);
 	event_add(ev_int, NULL);
 	/* It needs no privilege: whatever the sandbox's user namespace granted goes. */
@@ -483,6 +573,10 @@ main(int argc, char **argv)
 		relay_free(conns);
 	egress_accept_pause_clear(&accept_pause);
 	event_free(ev_accept);
+	if (ev_taccept)
+		event_free(ev_taccept);
+	if (tfd != -1)
+		close(tfd);
 	event_free(ev_term);
 	event_free(ev_int);
 	event_base_free(base);

@@ -410,9 +410,10 @@ def handshake(s, args):
         if rep[1] != 90:
             return False, "%d %s" % (rep[1], closed_soon(s))
         return True, "90"
-    if args.proto == "native":
+    if args.proto in ("native", "transparent"):
         hb = args.host.encode()
-        req = b"EGR1\x01\x00" + struct.pack(">H", args.port) + bytes([len(hb)]) + hb
+        verb = b"\x02" if args.proto == "transparent" else b"\x00"
+        req = b"EGR1\x01" + verb + struct.pack(">H", args.port) + bytes([len(hb)]) + hb
         send_maybe_split(s, req, args.split)
         rep = recv_n(s, 8, deadline)
         if len(rep) < 8:
@@ -1039,7 +1040,8 @@ def main():
     p.set_defaults(fn=cmd_backlog0)
 
     p = sub.add_parser("tunnel")
-    p.add_argument("proto", choices=["socks5", "socks4", "socks4a", "connect", "native"])
+    p.add_argument("proto", choices=["socks5", "socks4", "socks4a", "connect", "native",
+                                      "transparent"])
     p.add_argument("sock")
     p.add_argument("host")
     p.add_argument("port", type=int)

@@ -60,7 +60,7 @@ expect_eq "denied by rule: -1002" -1002 "$(nat bad.e2e.test "$ECHO")"
 expect_eq "bad host (2130706433): -1004" -1004 "$(nat 2130706433 "$ECHO")"
 expect_eq "private answer: -1005" -1005 "$(nat priv.e2e.test "$ECHO")"
 expect_eq "unknown version: -1003" -1003 "$(nat n.e2e.test "$ECHO" "EGR1\002\000")"
-expect_eq "unknown verb: -1003" -1003 "$(nat n.e2e.test "$ECHO" "EGR1\001\002")"
+expect_eq "unknown verb: -1003" -1003 "$(nat n.e2e.test "$ECHO" "EGR1\001\003")"
 m=$(rcpt_mark)
 nat other.e2e.test "$ECHO" >/dev/null
 expect_eq "refusal: deny receipt with frontend native and its reason" \

@@ -206,7 +206,9 @@ static const struct {
 	{ "HTTP", 1, 0, 443, "a.test", 6, "GET ", EGRESS_MALFORMED_REQUEST, 1 },
 	{ "version 0", 0, 0, 443, "a.test", 6, NULL, EGRESS_MALFORMED_REQUEST, 5 },
 	{ "version 2", 2, 0, 443, "a.test", 6, NULL, EGRESS_MALFORMED_REQUEST, 5 },
-	{ "unknown verb 2", 1, 2, 443, "a.test", 6, NULL, EGRESS_MALFORMED_REQUEST, 6 },
+	{ "unknown verb 3", 1, 3, 443, "a.test", 6, NULL, EGRESS_MALFORMED_REQUEST, 6 },
+	{ "transparent, port 0", 1, 2, 0, "198.18.0.7", 10, NULL, EGRESS_MALFORMED_REQUEST, 9 },
+	{ "transparent, numeric trick", 1, 2, 443, "2130706433", 10, NULL, EGRESS_BAD_HOST, 19 },
 	{ "unknown verb 0x80", 1, 0x80, 443, "a.test", 6, NULL, EGRESS_MALFORMED_REQUEST, 6 },
 	{ "port 0", 1, 0, 0, "a.test", 6, NULL, EGRESS_MALFORMED_REQUEST, 9 },
 	{ "empty host", 1, 0, 443, "", 0, NULL, EGRESS_MALFORMED_REQUEST, 9 },
@@ -272,6 +274,31 @@ START_TEST(test_longest_host)
 }
 END_TEST
 
+/* The transparent verb: a connect request in every byte but the verb. */
+START_TEST(test_transparent)
+{
+	uint8_t buf[512];
+	size_t len = frame(buf, 1, EGRESS_NATIVE_TRANSPARENT, good[_i].port, good[_i].host,
+	    strlen(good[_i].host));
+	struct native_request req;
+	struct proto_error err;
+	size_t consumed;
+
+	for (size_t cut = 0; cut < len; cut++) {
+		ck_assert_msg(native_parse(buf, cut, &consumed, &req, &err) == PROTO_NEED_MORE,
+		    "%s: prefix of %zu bytes did not ask for more", good[_i].host, cut);
+		if (cut >= 6)
+			ck_assert_uint_eq(req.verb, EGRESS_NATIVE_TRANSPARENT);
+	}
+	memcpy(buf + len, "\x16\x03\x01payload", 10);
+	ck_assert_int_eq(native_parse(buf, len + 10, &consumed, &req, &err), PROTO_OK);
+	ck_assert_uint_eq(consumed, len);
+	ck_assert_str_eq(req.host.name, good[_i].canonical);
+	ck_assert_uint_eq(req.port, good[_i].port);
+	ck_assert_uint_eq(req.verb, EGRESS_NATIVE_TRANSPARENT);
+}
+END_TEST
+
 static const struct {
 	enum egress_reason reason;
 	int32_t code;
@@ -306,6 +333,9 @@ main(void)
 
 	tc = tcase_create("accepted, split at every byte, followed by payload");
 	tcase_add_loop_test(tc, test_good, 0, (int)NELEM(good));
+	suite_add_tcase(s, tc);
+	tc = tcase_create("transparent connects: split at every byte, the verb known early");
+	tcase_add_loop_test(tc, test_transparent, 0, (int)NELEM(good));
 	suite_add_tcase(s, tc);
 	tc = tcase_create("refused with its reason as soon as it is known");
 	tcase_add_loop_test(tc, test_bad, 0, (int)NELEM(bad));
