@@ -84,3 +84,33 @@ nativecli_handshake(int fd, const char *host, uint16_t port, int timeout_ms)
 		return EGRESS_ERR_SHUTDOWN;
 	return code;
 }
+
+size_t
+nativecli_question(uint16_t qtype, const char *qname, size_t qnamelen,
+    uint8_t out[NATIVECLI_QUESTION_MAX])
+{
+	if (qtype == 0 || qnamelen == 0 || qnamelen > 255)
+		return 0;
+	memcpy(out, "EGR1", 4);
+	out[4] = 1;
+	out[5] = 1;                  /* the question verb */
+	out[6] = (uint8_t)(qtype >> 8);
+	out[7] = (uint8_t)qtype;
+	out[8] = (uint8_t)qnamelen;
+	memcpy(out + 9, qname, qnamelen);
+	return 9 + qnamelen;
+}
+
+int
+nativecli_answer_parse(const uint8_t in[NATIVECLI_ANSWER], struct nativecli_answer *a)
+{
+	if (memcmp(in, "EGR1", 4) != 0 || in[9] > 1)
+		return -1;
+	a->code = (int32_t)((uint32_t)in[4] << 24 | (uint32_t)in[5] << 16 |
+	    (uint32_t)in[6] << 8 | in[7]);
+	a->rcode = in[8];
+	a->count = in[9];
+	a->ttl = (uint32_t)in[10] << 24 | (uint32_t)in[11] << 16 | (uint32_t)in[12] << 8 | in[13];
+	memcpy(a->addr, in + 14, 4);
+	return 0;
+}

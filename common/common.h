@@ -140,4 +140,20 @@ void egress_accept_pause(struct egress_accept_pause *ap);
 /* Frees the timer (before the event base goes); the listeners are left as they are. */
 void egress_accept_pause_clear(struct egress_accept_pause *ap);
 
+/*
+ * The principal socket, pinned at start (pin.c): opened by path once (O_PATH, no symlink
+ * followed), a socket, and with expect ("DEV:INO", or NULL) that very inode; connections
+ * then go through the descriptor, never the path. egress_pin_open returns 0, -1 (refused,
+ * a message in err) or -2 (expect is not DEV:INO). egress_pin_connect returns a
+ * connected, non-blocking, close-on-exec descriptor, or -1 with errno.
+ */
+struct egress_pin {
+	int fd;
+	char path[32];               /* "/proc/self/fd/N" */
+	unsigned long long dev, ino;
+};
+int egress_pin_open(struct egress_pin *pin, const char *path, const char *expect, char *err,
+    size_t errlen);
+int egress_pin_connect(const struct egress_pin *pin);
+
 #endif

@@ -7,6 +7,10 @@
  * The relay is started before the filter, so the filter is the workload's alone: the
  * relay runs under its own (sandbox_relay_filter).
  *
+ * Unless --no-dns, it also starts the stub resolver (dnsstub.c) on 127.0.0.53:53 before it
+ * drops its capabilities (binding port 53 needs CAP_NET_BIND_SERVICE, which egress-run
+ * gives the sandbox for this alone); the stub drops its own after binding.
+ *
  * The user's own variables (egress-run's --setenv and --env) come on --env-fd, a
  * descriptor egress-run filled, so that a caller's value (a token passed with --env) is in
  * no argv: bwrap's command line is readable by every user of the host. They are set first
@@ -31,6 +35,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "dnsstub.h"
 #include "sandbox.h"
 
 #define LAUNCH_READY_MS 5000         /* the relay must listen within this */
@@ -45,7 +50,8 @@ usage(const char *msg)
 	if (msg)
 		fprintf(stderr, "egress-launch: %s\n", msg);
 	fprintf(stderr, "usage: egress-launch --egress PATH [--listen ADDR:PORT] [--expect DEV:INO]\n"
-	    "                     [--seccomp-log] [--status-fd FD] [--env-fd FD] -- CMD [ARG ...]\n");
+	    "                     [--seccomp-log] [--status-fd FD] [--env-fd FD] [--no-dns]\n"
+	    "                     -- CMD [ARG ...]\n");
 	exit(LAUNCH_EXIT_USAGE);
 }
 
@@ -278,10 +284,11 @@ main(int argc, char **argv)
 		{ "seccomp-log", no_argument, NULL, 'L' },
 		{ "status-fd", required_argument, NULL, 's' },
 		{ "env-fd", required_argument, NULL, 'E' },
+		{ "no-dns", no_argument, NULL, 'D' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *egress = NULL, *listen_spec = LAUNCH_DEFAULT_LISTEN, *expect = NULL;
-	bool seccomp_log = false, fd4;
+	bool seccomp_log = false, fd4, dns = true;
 	int ch, status_fd = -1, env_fd = -1;
 	char *end;
 
@@ -296,6 +303,7 @@ main(int argc, char **argv)
 			break;
 		case 'x': expect = optarg; break;
 		case 'L': seccomp_log = true; break;
+		case 'D': dns = false; break;
 		case 's':
 			status_fd = (int)strtol(optarg, &end, 10);
 			if (*end != '\0' || status_fd < 3 || status_fd == 4)
@@ -320,6 +328,12 @@ main(int argc, char **argv)
 		fail("no seccomp rule set for this architecture: refusing to run the workload");
 	fd4 = launch_has_fd4();
 	launch_relay(egress, listen_spec, expect);
+	if (dns) {
+		char err[512];
+
+		if (dnsstub_start(egress, expect, err, sizeof(err)) == -1)
+			fail(err);
+	}
 	/* After the relay: none of the user's variables (LD_PRELOAD...) reaches it. */
 	if (env_fd != -1)
 		launch_user_env(env_fd);

@@ -46,6 +46,7 @@
 #include "policy.h"
 #include "sandbox.h"
 #include "userns.h"
+#include "dnsstub.h"
 
 #define RUN_EXIT_SETUP 125
 #define RUN_MAX_LIST 4096            /* each of --allow, --rw, --ro, --resolver, --permit-range */
@@ -74,7 +75,7 @@ static struct {
 	const char *lease_sock;
 	const char *user;            /* --user: a root run's workload uid */
 	bool no_fd4;
-	bool no_dns;                 /* accepted; there is no DNS stub yet to leave out */
+	bool no_dns;                 /* no stub resolver, no generated /etc/resolv.conf */
 	bool quiet;
 	char **cmd;
 } opt;
@@ -1690,6 +1691,55 @@ sandbox_path(const char *home_real)
 }
 
 /*
+ * The sandbox's /etc/resolv.conf, for bwrap's --ro-bind-data (a memfd, no file on disk):
+ * only the stub resolver egress-launch starts (dnsstub.h's address). No search list (a
+ * short name would be asked as several names, each one a denial), no `options edns0
+ * trust-ad` (the stub answers without EDNS and nothing inside validates).
+ */
+static int
+resolv_memfd(void)
+{
+	static const char conf[] = "# egress-run: the stub resolver of egress-launch\n"
+	    "nameserver " DNSSTUB_ADDR "\n";
+	int fd = memfd_create("egress-run-resolv", MFD_CLOEXEC);
+
+	if (fd == -1)
+		setup_failed("memfd_create: %s", strerror(errno));
+	if (write(fd, conf, sizeof(conf) - 1) != (ssize_t)sizeof(conf) - 1 ||
+	    lseek(fd, 0, SEEK_SET) == -1)
+		setup_failed("writing resolv.conf: %s", strerror(errno));
+	return fd;
+}
+
+/*
+ * bwrap creates the file it binds the data on through the path, and a symbolic
+ * /etc/resolv.conf (systemd-resolved's, into /run) points into the sandbox's empty /run:
+ * its folder is made there first, so the generated file lands where the link leads.
+ */
+static void
+resolv_bind(struct arglist *a, int fd)
+{
+	char target[PATH_MAX], fdarg[16];
+	ssize_t n = readlink("/etc/resolv.conf", target, sizeof(target) - 1);
+
+	if (n > 0) {
+		char *slash;
+
+		target[n] = '\0';
+		if (strncmp(target, "/run/", 5) == 0 && (slash = strrchr(target, '/')) != NULL &&
+		    slash > target + 4) {
+			*slash = '\0';
+			arglist_add(a, "--dir");
+			arglist_add(a, target);
+		}
+	}
+	snprintf(fdarg, sizeof(fdarg), "%d", fd);
+	arglist_add(a, "--ro-bind-data");
+	arglist_add(a, fdarg);
+	arglist_add(a, "/etc/resolv.conf");
+}
+
+/*
  * The user's variables for egress-launch's --env-fd: NAME=VALUE\0 each, in the order
  * given (--env NAME takes the caller's value, and nothing when the caller has none).
  * PATH is not among them (sandbox_path), HOME is refused before (check_env_option).
@@ -1749,7 +1799,7 @@ run_sandbox(void)
 	char launch[PATH_MAX + 16], cwd[PATH_MAX], *path_env, *home_real = NULL;
 	char launch_in[PATH_MAX], statusfd[16], envfd[16];
 	const char *term = getenv("TERM"), *lang = getenv("LANG");
-	int env_fd;
+	int env_fd, resolv_fd = -1;
 	bool ro_cwd = false;
 	int sp[2], lp[2], status;
 	char launchfd[16];
@@ -1775,7 +1825,13 @@ run_sandbox(void)
 			inside_add(sys[i]);
 	}
 
-	bwrap_base(a, true);
+	/*
+	 * With the stub resolver, the sandbox's network namespace is made by the child that
+	 * becomes bwrap (userns_netns: port 53 bindable inside without a capability, which
+	 * bwrap's own --unshare-net cannot give under --disable-userns); --no-dns keeps
+	 * bwrap's.
+	 */
+	bwrap_base(a, opt.no_dns);
 	arglist_add(a, "--clearenv");
 	arglist_add(a, "--ro-bind");
 	arglist_add(a, "/usr");
@@ -1792,6 +1848,11 @@ run_sandbox(void)
 	arglist_add(a, "/tmp");
 	arglist_add(a, "--tmpfs");
 	arglist_add(a, "/run");
+	if (!opt.no_dns) {
+		/* After /etc and /run: the stub, not the host's resolver, answers inside. */
+		resolv_fd = high_fd(resolv_memfd());
+		resolv_bind(a, resolv_fd);
+	}
 	if (strcmp(cwd, "/") != 0) {
 		home_clash("the current directory", cwd);
 		arglist_add(a, ro_cwd ? "--ro-bind" : "--bind");
@@ -1895,6 +1956,8 @@ run_sandbox(void)
 	snprintf(envfd, sizeof(envfd), "%d", env_fd);
 	arglist_add(a, "--env-fd");
 	arglist_add(a, envfd);
+	if (opt.no_dns)
+		arglist_add(a, "--no-dns");
 	arglist_add(a, "--");
 	arglist_addv(a, (const char *const *)opt.cmd);
 
@@ -1913,7 +1976,8 @@ run_sandbox(void)
 		if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == -1)
 			_exit(RUN_EXIT_SETUP);
 		if (fcntl(sp[1], F_SETFD, 0) == -1 || fcntl(lp[1], F_SETFD, 0) == -1 ||
-		    fcntl(env_fd, F_SETFD, 0) == -1)
+		    fcntl(env_fd, F_SETFD, 0) == -1 ||
+		    (resolv_fd != -1 && fcntl(resolv_fd, F_SETFD, 0) == -1))
 			_exit(RUN_EXIT_SETUP);
 		/* The broker's channel becomes descriptor 4 (dup2 leaves it inherited). */
 		if (fd4_chan != -1 && dup2(fd4_chan, 4) != 4)
@@ -1922,7 +1986,16 @@ run_sandbox(void)
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
 		if (root_run)
-			userns_exec(userns_fd, stages, nstages, a->list);
+			userns_exec(userns_fd, stages, nstages, opt.no_dns ? 0 : DNSSTUB_PORT,
+			    a->list);
+		if (!opt.no_dns) {
+			char nerr[256];
+
+			if (userns_netns(true, DNSSTUB_PORT, nerr, sizeof(nerr)) == -1) {
+				fprintf(stderr, "egress-run: %s\n", nerr);
+				_exit(RUN_EXIT_SETUP);
+			}
+		}
 		execv(a->list[0], a->list);
 		fprintf(stderr, "egress-run: %s: %s\n", a->list[0], strerror(errno));
 		_exit(RUN_EXIT_SETUP);
@@ -1930,6 +2003,8 @@ run_sandbox(void)
 	arglist_free(a);
 	free(path_env);
 	close(env_fd);
+	if (resolv_fd != -1)
+		close(resolv_fd);
 	if (userns_fd != -1) {
 		close(userns_fd);
 		userns_fd = -1;

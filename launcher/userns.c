@@ -40,7 +40,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -101,6 +104,66 @@ write_proc(pid_t pid, const char *file, const char *text)
 	if (close(fd) == -1)
 		rc = -1;
 	return rc;
+}
+
+/*
+ * The sandbox's network namespace, made here rather than by bwrap's --unshare-net: bwrap
+ * runs the workload (egress-launch first) in a user namespace nested below the one that
+ * owns the network namespace it makes (--disable-userns adds that level), so nothing
+ * inside holds a capability over it, and even CAP_NET_BIND_SERVICE given with --cap-add
+ * does not let the stub resolver bind port 53. Made by egress-run's child with the
+ * capabilities of its own user namespace, the namespace gets lo up and
+ * ip_unprivileged_port_start lowered to low_port (53): a port at or above it needs no
+ * capability inside, and the namespace has only lo, so that reaches nothing outside.
+ * own_userns: first a user namespace of our own (uid and gid map to themselves, setgroups
+ * denied), for a run that is not root's; a root run is already in the workload's (U).
+ */
+int
+userns_netns(bool own_userns, int low_port, char *err, size_t errlen)
+{
+	char map[64], port[16];
+	struct ifreq ifr;
+	uid_t uid = getuid();
+	gid_t gid = getgid();
+	int fd;
+
+	if (unshare(own_userns ? CLONE_NEWUSER | CLONE_NEWNET : CLONE_NEWNET) == -1) {
+		snprintf(err, errlen, "a network namespace for the sandbox: %s", strerror(errno));
+		return -1;
+	}
+	if (own_userns) {
+		snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+		if (write_proc(getpid(), "setgroups", "deny") == -1 ||
+		    write_proc(getpid(), "uid_map", map) == -1 ||
+		    (snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid),
+		    write_proc(getpid(), "gid_map", map)) == -1) {
+			snprintf(err, errlen, "mapping the sandbox's user namespace: %s",
+			    strerror(errno));
+			return -1;
+		}
+	}
+	snprintf(port, sizeof(port), "%d", low_port);
+	if ((fd = open("/proc/sys/net/ipv4/ip_unprivileged_port_start", O_WRONLY |
+	    O_CLOEXEC)) == -1 || write(fd, port, strlen(port)) != (ssize_t)strlen(port)) {
+		snprintf(err, errlen, "ip_unprivileged_port_start in the sandbox: %s",
+		    strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if ((fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    ioctl(fd, SIOCGIFFLAGS, &ifr) == -1 ||
+	    (ifr.ifr_flags |= IFF_UP, ioctl(fd, SIOCSIFFLAGS, &ifr)) == -1) {
+		snprintf(err, errlen, "lo up in the sandbox: %s", strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
 }
 
 /*
@@ -178,7 +241,8 @@ userns_fail(const char *fmt, ...)
  * Returns only by executing bwrap; a failure says why and exits 125.
  */
 void
-userns_exec(int userns_fd, const struct userns_stage *st, size_t n, char *const argv[])
+userns_exec(int userns_fd, const struct userns_stage *st, size_t n, int low_port,
+    char *const argv[])
 {
 	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP };
 	extern char **environ;
@@ -233,6 +297,12 @@ userns_exec(int userns_fd, const struct userns_stage *st, size_t n, char *const 
 	if (setresgid(0, 0, 0) == -1 || setresuid(0, 0, 0) == -1)
 		userns_fail("becoming the workload's uid: %s", strerror(errno));
 	close(userns_fd);
+	if (low_port > 0) {
+		char err[256];
+
+		if (userns_netns(false, low_port, err, sizeof(err)) == -1)
+			userns_fail("%s", err);
+	}
 	execveat(bwrap, "", argv, environ, AT_EMPTY_PATH);
 	userns_fail("%s: %s", argv[0], strerror(errno));
 }

@@ -64,8 +64,7 @@ struct relay_conn {
 };
 
 static struct event_base *base;
-static int pinned_fd = -1;              /* O_PATH descriptor of the principal socket */
-static char pinned_path[64];            /* "/proc/self/fd/N" */
+static struct egress_pin pinned;        /* the principal socket (common/pin.c) */
 static size_t max_conns = RELAY_DEFAULT_CONNS, nconns;
 static size_t buffer_max = RELAY_DEFAULT_BUFFER;
 static struct relay_conn *conns;
@@ -231,27 +230,7 @@ relay_event(struct bufferevent *bev, short what, void *arg)
 static int
 relay_connect_egress(void)
 {
-	struct sockaddr_un sun;
-	int fd;
-
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	memcpy(sun.sun_path, pinned_path, strlen(pinned_path));
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
-		return -1;
-	/* Blocking connect on a local socket: it either completes or fails at once. */
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		int e = errno;
-
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	if (evutil_make_socket_nonblocking(fd) == -1) {
-		close(fd);
-		return -1;
-	}
-	return fd;
+	return egress_pin_connect(&pinned);
 }
 
 static void
@@ -440,34 +419,15 @@ relay_listen(const char *spec)
 static void
 relay_pin(const char *path, const char *expect)
 {
-	struct stat st;
+	char err[256];
+	int r = egress_pin_open(&pinned, path, expect, err, sizeof(err));
 
-	if ((pinned_fd = open(path, O_PATH | O_CLOEXEC | O_NOFOLLOW)) == -1) {
-		fprintf(stderr, "egress-relay: %s: %s\n", path, strerror(errno));
+	if (r == -2)
+		usage(err);
+	if (r == -1) {
+		fprintf(stderr, "egress-relay: %s\n", err);
 		exit(1);
 	}
-	if (fstat(pinned_fd, &st) == -1 || !S_ISSOCK(st.st_mode)) {
-		fprintf(stderr, "egress-relay: %s is not a socket\n", path);
-		exit(1);
-	}
-	if (expect != NULL) {
-		unsigned long long dev, ino;
-		char *end;
-
-		dev = strtoull(expect, &end, 10);
-		if (*end != ':')
-			usage("--expect takes DEV:INO");
-		ino = strtoull(end + 1, &end, 10);
-		if (*end != '\0')
-			usage("--expect takes DEV:INO");
-		if ((unsigned long long)st.st_dev != dev || (unsigned long long)st.st_ino != ino) {
-			fprintf(stderr, "egress-relay: %s is %llu:%llu, not the expected %s: refused\n",
-			    path, (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
-			    expect);
-			exit(1);
-		}
-	}
-	snprintf(pinned_path, sizeof(pinned_path), "/proc/self/fd/%d", pinned_fd);
 }
 
 static void
@@ -581,6 +541,6 @@ main(int argc, char **argv)
 	event_free(ev_int);
 	event_base_free(base);
 	close(lfd);
-	close(pinned_fd);
+	close(pinned.fd);
 	return 0;
 }
