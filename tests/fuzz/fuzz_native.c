@@ -1,8 +1,8 @@
 /*
- * fuzz_native.c: libFuzzer target for the EGR1 native framing, both verbs (connect and
- * the DNS question). Beyond not crashing: consumed never exceeds the input, an accepted
- * host re-parses to itself, a connect has a port and no qtype and a question the
- * reverse, every prefix of an accepted request asks for more, a refusal always has a
+ * fuzz_native.c: libFuzzer target for the EGR1 native framing, every verb (connect, the
+ * DNS question, and the transparent connect). Beyond not crashing: consumed never exceeds the input, an accepted
+ * host re-parses to itself, a connect (either kind) has a port and no qtype and a
+ * question the reverse, every prefix of an accepted request asks for more, a refusal always has a
  * reason, and an answer built for what was parsed is well formed.
  */
 #include "config.h"
@@ -33,7 +33,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (consumed > size || consumed < EGRESS_NATIVE_HEAD)
 		abort();
-	if (req.verb == EGRESS_NATIVE_CONNECT ? req.port == 0 || req.qtype != 0 :
+	/* connect and transparent connect carry a port, a question a qtype. */
+	if (req.verb == EGRESS_NATIVE_CONNECT || req.verb == EGRESS_NATIVE_TRANSPARENT ?
+	    req.port == 0 || req.qtype != 0 :
 	    req.verb != EGRESS_NATIVE_QUESTION || req.qtype == 0 || req.port != 0)
 		abort();
 	if (native_answer(EGRESS_ALLOWED, &req.host.addr, 1, out) != EGRESS_NATIVE_ANSWER ||
