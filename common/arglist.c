@@ -1,7 +1,7 @@
 /*
  * arglist.c: a growable, NULL-terminated argument vector (OpenSSH's addargs() is the
  * model), so that a command line built from the user's options has no fixed bound to
- * overrun. Each element is a copy; the vector owns it. Trusts nothing: every length is
+ * overrun; and the check of an environment variable's name that such a command passes. Each element is a copy; the vector owns it. Trusts nothing: every length is
  * checked before it is used, and allocation failure aborts (xmalloc).
  */
 #include "config.h"
@@ -64,4 +64,18 @@ arglist_free(struct arglist *a)
 	free(a->list);
 	a->list = NULL;
 	a->num = a->nalloc = 0;
+}
+
+/* A portable shell name (POSIX: a letter or '_', then letters, digits and '_'). */
+bool
+egress_env_name_ok(const char *s, size_t n)
+{
+	if (n == 0 || !(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' &&
+	    s[0] <= 'z')))
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (!(s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
+		    (s[i] >= '0' && s[i] <= '9')))
+			return false;
+	return true;
 }

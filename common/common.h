@@ -75,6 +75,8 @@ void arglist_add(struct arglist *a, const char *s);
 void arglist_addf(struct arglist *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void arglist_addv(struct arglist *a, const char *const *v);   /* a NULL-terminated array */
 void arglist_free(struct arglist *a);
+/* NAME of NAME=VALUE (n bytes) is a portable shell name: egress-run and egress-launch. */
+bool egress_env_name_ok(const char *s, size_t n);
 
 /* Digests: "sha256:" + 64 lower-case hex digits, and the same for HMAC-SHA256. */
 #define EGRESS_SHA256_LEN 32

@@ -206,20 +206,6 @@ launch_environment(const char *listen_spec, bool fd4)
 	launch_setenv("GIT_SSH_COMMAND", "ssh -o ProxyCommand='egress-connect %h %p'");
 }
 
-/* A portable shell name: a letter or '_', then letters, digits and '_'. */
-static bool
-launch_env_name(const char *s, size_t n)
-{
-	if (n == 0 || !(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' &&
-	    s[0] <= 'z')))
-		return false;
-	for (size_t i = 1; i < n; i++)
-		if (!(s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
-		    (s[i] >= '0' && s[i] <= '9')))
-			return false;
-	return true;
-}
-
 /*
  * The user's variables from --env-fd: NAME=VALUE records, each ended by a NUL, at most
  * LAUNCH_ENV_MAX bytes in all. Set in order (a later one of the same name wins); EGRESS_*
@@ -250,7 +236,7 @@ launch_user_env(int fd)
 		char *eq = strchr(p, '=');
 
 		next = p + strlen(p) + 1;
-		if (eq == NULL || !launch_env_name(p, (size_t)(eq - p)))
+		if (eq == NULL || !egress_env_name_ok(p, (size_t)(eq - p)))
 			fail("--env-fd: a record that is not NAME=VALUE");
 		*eq = '\0';
 		if (strncmp(p, "EGRESS_", 7) != 0)

@@ -410,20 +410,6 @@ resolver_text(const char *v, char out[EGRESS_ADDRSTRLEN + 8], const char **why)
 	return 0;
 }
 
-/* A portable shell name (POSIX: a letter or '_', then letters, digits and '_'). */
-static bool
-env_name_ok(const char *s, size_t n)
-{
-	if (n == 0 || !(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' &&
-	    s[0] <= 'z')))
-		return false;
-	for (size_t i = 1; i < n; i++)
-		if (!(s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
-		    (s[i] >= '0' && s[i] <= '9')))
-			return false;
-	return true;
-}
-
 /*
  * What egress-launch sets inside: a user's value of one of these is replaced (EGRESS_*
  * dropped), JAVA_TOOL_OPTIONS excepted, which is kept with the proxy properties appended.
@@ -447,7 +433,7 @@ env_launch_owns(const char *s, size_t n)
 static void
 check_env_option(const char *option, const char *v, size_t n)
 {
-	if (!env_name_ok(v, n))
+	if (!egress_env_name_ok(v, n))
 		bad_value(option, v, option[2] == 's' ? "expected NAME=VALUE, NAME a shell "
 		    "name (letters, digits and '_', not starting with a digit)" :
 		    "expected NAME, a shell name (letters, digits and '_', not starting with a "
