@@ -428,7 +428,7 @@ int
 dnsstub_start(const char *egress, const char *expect, char *err, size_t errlen)
 {
 	char why[256];
-	pid_t pid;
+	pid_t pid, parent;
 
 	if (egress_pin_open(&pin, egress, expect, why, sizeof(why)) != 0) {
 		snprintf(err, errlen, "dns stub: %s", why);
@@ -437,13 +437,19 @@ dnsstub_start(const char *egress, const char *expect, char *err, size_t errlen)
 	if ((udp_fd = dnsstub_socket(SOCK_DGRAM, err, errlen)) == -1 ||
 	    (tcp_fd = dnsstub_socket(SOCK_STREAM, err, errlen)) == -1)
 		goto fail;
+	parent = getpid();
 	if ((pid = fork()) == -1) {
 		snprintf(err, errlen, "dns stub: fork: %s", strerror(errno));
 		goto fail;
 	}
 	if (pid == 0) {
-		/* The stub dies with the launcher's process, which becomes the workload. */
-		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		/*
+		 * The stub dies with the launcher's process, which becomes the workload. If
+		 * that process is gone already (a command not found exits at once), the death
+		 * signal was armed too late: the stub would live on and hold port 53.
+		 */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1 || getppid() != parent)
+			_exit(1);
 		/* Off the workload's terminal input, fd 4 (the broker's channel) and every
 		 * descriptor of egress-launch's (--status-fd, --env-fd): only stderr and its
 		 * own three stay. Bound: descriptors below DNSSTUB_FD_SCAN. */
