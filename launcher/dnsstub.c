@@ -8,11 +8,13 @@
  * only) and nothing that arrives on its own sockets, which any program in the sandbox may
  * write to.
  *
- * Bounds: DNSSTUB_SLOTS questions and TCP connections at once, UDP and TCP together, and
- * at most one outstanding question per client port (a UDP source address and port, a TCP
- * connection); nothing is queued: a UDP question beyond the slots gets SERVFAIL at once,
- * a repeated one from a port still waiting is dropped (its answer is on the way), and
- * TCP accepting pauses while the slots are full. Each question to egressd has a deadline
+ * Bounds: DNSSTUB_SLOTS questions and TCP connections at once, UDP and TCP together; one
+ * question at a time per TCP connection, and at most DNSSTUB_PER_PORT per UDP source
+ * address and port (glibc and c-ares send A and AAAA at once from one socket: with one
+ * per port the second waited for the resolver's 5 s retry). Nothing is queued: a UDP
+ * question beyond either bound gets SERVFAIL at once, a retransmission (the id of a
+ * question from that port still out) is dropped (its answer is on the way), and TCP
+ * accepting pauses while the slots are full. Each question to egressd has a deadline
  * (DNSSTUB_FORWARD_MS, then SERVFAIL), each TCP connection an idle one.
  */
 #include "config.h"
@@ -39,6 +41,7 @@
 #include "sandbox.h"
 
 #define DNSSTUB_SLOTS 64             /* questions and TCP connections at once */
+#define DNSSTUB_PER_PORT 4           /* UDP questions out at once from one client port */
 #define DNSSTUB_FORWARD_MS 2000      /* egressd answers within this, else SERVFAIL */
 #define DNSSTUB_TCP_IDLE_MS 10000    /* a TCP connection with no question is closed */
 #define DNSSTUB_TCP_MSG_MAX 1024     /* a longer TCP query is not a query: closed */
@@ -256,6 +259,8 @@ dnsstub_udp_cb(evutil_socket_t fd, short what, void *arg)
 	struct sockaddr_in peer;
 	socklen_t plen = sizeof(peer);
 	struct dnsstub_slot *s;
+	size_t same_port = 0;
+	uint16_t id;
 	ssize_t n;
 
 	(void)what;
@@ -263,16 +268,22 @@ dnsstub_udp_cb(evutil_socket_t fd, short what, void *arg)
 	n = recvfrom(fd, buf, sizeof(buf), MSG_DONTWAIT, (struct sockaddr *)&peer, &plen);
 	if (n < 0 || plen != sizeof(peer))
 		return;
+	if (n < 2)
+		return;              /* not even an id: nothing to answer */
+	id = (uint16_t)(buf[0] << 8 | buf[1]);
 	for (size_t i = 0; i < DNSSTUB_SLOTS; i++)
 		if (slots[i].state != DNSSTUB_FREE && !slots[i].tcp &&
 		    slots[i].peer.sin_port == peer.sin_port &&
-		    slots[i].peer.sin_addr.s_addr == peer.sin_addr.s_addr)
-			return;      /* this port's question is still out: one at a time */
-	if ((s = dnsstub_slot_new(false)) == NULL) {
+		    slots[i].peer.sin_addr.s_addr == peer.sin_addr.s_addr) {
+			if (slots[i].q.id == id)
+				return;      /* a retransmission: its answer is on the way */
+			same_port++;
+		}
+	if (same_port >= DNSSTUB_PER_PORT || (s = dnsstub_slot_new(false)) == NULL) {
 		struct dnswire_query q;
 		uint8_t out[DNSWIRE_ANSWER_MAX];
 
-		/* Full: SERVFAIL now rather than a queue. */
+		/* Full, or this port has its share out: SERVFAIL now rather than a queue. */
 		if (dnswire_parse(buf, (size_t)n, &q) != DNSWIRE_DROP)
 			(void)sendto(fd, out, dnswire_answer(&q, DNSWIRE_SERVFAIL, NULL, 0, out),
 			    MSG_DONTWAIT, (struct sockaddr *)&peer, plen);

@@ -10,7 +10,8 @@
 # - raw queries from python inside: A over UDP with the question echoed (case kept) and
 #   TTL 1, AAAA is NOERROR with no answer, NXDOMAIN for other.e2e.test, FORMERR for a
 #   malformed query (a compression pointer in the question), NOTIMP for opcode NOTIFY; a
-#   length-prefixed query over TCP, twice on one connection.
+#   length-prefixed query over TCP, twice on one connection; A and AAAA sent at once from
+#   one UDP port (as glibc does) both answered without a retry.
 # - no capability is left inside (the workload's sets and bounding set, and the stub's).
 # - --no-dns: no stub (getent fails, nothing listens on 127.0.0.53:53), /etc/resolv.conf is
 #   the host's.
@@ -47,7 +48,27 @@ def show(q, r):
         ttl, rdlen = struct.unpack(">IH", r[-10:-4])
         out += " ttl=%d addr=%s" % (ttl, socket.inet_ntoa(r[-4:]))
     print(out)
-if proto == "udp":
+if proto == "pair":
+    # A and AAAA at once from one socket, as glibc and c-ares ask: both answered, no
+    # retransmission needed (2 s is far below the resolvers' 5 s retry).
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(2)
+    qs = {}
+    for qid, t in ((0x5151, 1), (0x5252, 28)):
+        qtype = t
+        q = query(qid)
+        qs[q[:2]] = q
+        s.sendto(q, ("127.0.0.53", 53))
+    got = {}
+    try:
+        while len(got) < 2:
+            r = s.recv(1500)
+            got[r[:2]] = r
+    except socket.timeout:
+        print("timeout after %d answers" % len(got))
+    for qid in sorted(got):
+        show(qs[qid], got[qid])
+elif proto == "udp":
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.settimeout(5)
     q = query(0x4242)
@@ -111,7 +132,7 @@ erun $A --quiet -- sh -c "$SBX_PY dnsq.py udp Ok.E2E.test 1; $SBX_PY dnsq.py udp
 	$SBX_PY dnsq.py udp other.e2e.test 1;
 	$SBX_PY dnsq.py udp - 0 424201000001000000000000026f6bc00c00010001;
 	$SBX_PY dnsq.py udp - 0 4242200000010000000000000000010001;
-	$SBX_PY dnsq.py tcp ok.e2e.test 1"
+	$SBX_PY dnsq.py tcp ok.e2e.test 1; $SBX_PY dnsq.py pair ok.e2e.test 1"
 expect_eq "raw queries: the run exits 0" 0 "$rc"
 L() { printf '%s\n' "$out" | sed -n "${1}p" | sed 's/addr=198\.1[89]\.[0-9]*\.[0-9]*/addr=SYNTH/'; }
 expect_eq "UDP A, mixed case: the question echoed as sent, TTL 1, a synthetic address" \
@@ -123,6 +144,9 @@ expect_eq "opcode NOTIFY: NOTIMP" "rcode=4 an=0 id=same" "$(L 5)"
 expect_eq "TCP, length-prefixed, two questions on one connection" \
     "rcode=0 an=1 id=same qsame=True ttl=1 addr=SYNTH|rcode=0 an=1 id=same qsame=True ttl=1 addr=SYNTH" \
     "$(L 6)|$(L 7)"
+expect_eq "UDP, A and AAAA at once from one port: both answered at once" \
+    "rcode=0 an=1 id=same qsame=True ttl=1 addr=SYNTH|rcode=0 an=0 id=same qsame=True" \
+    "$(L 8)|$(L 9)"
 
 # --- the proxy still works ------------------------------------------------------------------
 # shellcheck disable=SC2086
