@@ -11,6 +11,10 @@
  * drops its capabilities (binding port 53 needs CAP_NET_BIND_SERVICE, which egress-run
  * gives the sandbox for this alone); the stub drops its own after binding.
  *
+ * With --transparent ADDR:PORT the relay also listens there for the connections that the
+ * sandbox's nftables rule redirects (egress-run sets the rule up before bwrap starts;
+ * netcfg.c), and ALL_PROXY is not set: no client needs it then.
+ *
  * The user's own variables (egress-run's --setenv and --env) come on --env-fd, a
  * descriptor egress-run filled, so that a caller's value (a token passed with --env) is in
  * no argv: bwrap's command line is readable by every user of the host. They are set first
@@ -50,7 +54,8 @@ usage(const char *msg)
 	if (msg)
 		fprintf(stderr, "egress-launch: %s\n", msg);
 	fprintf(stderr, "usage: egress-launch --egress PATH [--listen ADDR:PORT] [--expect DEV:INO]\n"
-	    "                     [--seccomp-log] [--status-fd FD] [--env-fd FD] [--no-dns]\n"
+	    "                     [--transparent ADDR:PORT] [--seccomp-log] [--status-fd FD]\n"
+	    "                     [--env-fd FD] [--no-dns]\n"
 	    "                     -- CMD [ARG ...]\n");
 	exit(LAUNCH_EXIT_USAGE);
 }
@@ -84,7 +89,8 @@ launch_relay_path(char *out, size_t len)
 }
 
 static void
-launch_relay(const char *egress, const char *listen_spec, const char *expect)
+launch_relay(const char *egress, const char *listen_spec, const char *transparent,
+    const char *expect)
 {
 	char relay[PATH_MAX + 16], fdarg[16];
 	int p[2];
@@ -105,7 +111,7 @@ launch_relay(const char *egress, const char *listen_spec, const char *expect)
 	if ((pid = fork()) == -1)
 		fail("fork failed");
 	if (pid == 0) {
-		const char *argv[12];
+		const char *argv[14];
 		int i = 0;
 
 		/* The relay dies with the launcher's process, which becomes the workload. */
@@ -119,6 +125,10 @@ launch_relay(const char *egress, const char *listen_spec, const char *expect)
 		argv[i++] = listen_spec;
 		argv[i++] = "--egress";
 		argv[i++] = egress;
+		if (transparent != NULL) {
+			argv[i++] = "--transparent";
+			argv[i++] = transparent;
+		}
 		if (expect != NULL) {
 			argv[i++] = "--expect";
 			argv[i++] = expect;
@@ -161,9 +171,14 @@ launch_setenv(const char *name, const char *value)
 		fail("setenv failed");
 }
 
-/* The proxy environment of the SPEC: every common client finds the relay. */
+/*
+ * The proxy environment of the SPEC: every common client finds the relay. With
+ * transparent connections no client needs ALL_PROXY (names resolve, every TCP connection
+ * reaches egressd), and its socks5h:// scheme makes clients without SOCKS support fail at
+ * start (Debian 12's httpx): it is left out then, and any value of the user's removed.
+ */
 static void
-launch_environment(const char *listen_spec, bool fd4)
+launch_environment(const char *listen_spec, bool fd4, bool transparent)
 {
 	char http[128], socks[128], *java, *host, *port;
 	const char *old;
@@ -181,8 +196,13 @@ launch_environment(const char *listen_spec, bool fd4)
 	launch_setenv("HTTPS_PROXY", http);
 	launch_setenv("http_proxy", http);
 	launch_setenv("https_proxy", http);
-	launch_setenv("ALL_PROXY", socks);
-	launch_setenv("all_proxy", socks);
+	if (transparent) {
+		unsetenv("ALL_PROXY");
+		unsetenv("all_proxy");
+	} else {
+		launch_setenv("ALL_PROXY", socks);
+		launch_setenv("all_proxy", socks);
+	}
 	launch_setenv("NO_PROXY", "localhost,127.0.0.1,::1");
 	launch_setenv("no_proxy", "localhost,127.0.0.1,::1");
 	launch_setenv("npm_config_proxy", http);
@@ -271,9 +291,11 @@ main(int argc, char **argv)
 		{ "status-fd", required_argument, NULL, 's' },
 		{ "env-fd", required_argument, NULL, 'E' },
 		{ "no-dns", no_argument, NULL, 'D' },
+		{ "transparent", required_argument, NULL, 't' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *egress = NULL, *listen_spec = LAUNCH_DEFAULT_LISTEN, *expect = NULL;
+	const char *transparent = NULL;
 	bool seccomp_log = false, fd4, dns = true;
 	int ch, status_fd = -1, env_fd = -1;
 	char *end;
@@ -286,6 +308,11 @@ main(int argc, char **argv)
 			if (strrchr(optarg, ':') == NULL || strlen(optarg) >= 64)
 				usage("--listen takes ADDR:PORT");
 			listen_spec = optarg;
+			break;
+		case 't':
+			if (strrchr(optarg, ':') == NULL || strlen(optarg) >= 64)
+				usage("--transparent takes ADDR:PORT");
+			transparent = optarg;
 			break;
 		case 'x': expect = optarg; break;
 		case 'L': seccomp_log = true; break;
@@ -313,7 +340,7 @@ main(int argc, char **argv)
 	if (sandbox_arch() == NULL)
 		fail("no seccomp rule set for this architecture: refusing to run the workload");
 	fd4 = launch_has_fd4();
-	launch_relay(egress, listen_spec, expect);
+	launch_relay(egress, listen_spec, transparent, expect);
 	if (dns) {
 		char err[512];
 
@@ -323,7 +350,7 @@ main(int argc, char **argv)
 	/* After the relay: none of the user's variables (LD_PRELOAD...) reaches it. */
 	if (env_fd != -1)
 		launch_user_env(env_fd);
-	launch_environment(listen_spec, fd4);
+	launch_environment(listen_spec, fd4, transparent != NULL);
 	if (sandbox_drop_caps() == -1)
 		fail("could not drop capabilities");
 	if (sandbox_no_new_privs() == -1)

@@ -47,6 +47,7 @@
 #include "sandbox.h"
 #include "userns.h"
 #include "dnsstub.h"
+#include "netcfg.h"
 
 #define RUN_EXIT_SETUP 125
 #define RUN_MAX_LIST 4096            /* each of --allow, --rw, --ro, --resolver, --permit-range */
@@ -442,8 +443,8 @@ check_env_option(const char *option, const char *v, size_t n)
 		bad_value(option, v, "HOME inside is egress-run's own writable folder; use "
 		    "--home DIR to keep one between runs");
 	if (env_launch_owns(v, n) && !opt.quiet)
-		fprintf(stderr, "egress-run: %s %.*s: egress-launch sets it inside; your value "
-		    "is not used\n", option, (int)n, v);
+		fprintf(stderr, "egress-run: %s %.*s: egress-launch sets or removes it inside; "
+		    "your value is not used\n", option, (int)n, v);
 }
 
 /* Every option value, checked before anything starts (a usage error is exit 125). */
@@ -1942,8 +1943,13 @@ run_sandbox(void)
 	snprintf(envfd, sizeof(envfd), "%d", env_fd);
 	arglist_add(a, "--env-fd");
 	arglist_add(a, envfd);
-	if (opt.no_dns)
+	if (opt.no_dns) {
 		arglist_add(a, "--no-dns");
+	} else {
+		/* Where netcfg_transparent's rule sends every TCP connection outside lo. */
+		arglist_add(a, "--transparent");
+		arglist_add(a, NETCFG_LISTEN);
+	}
 	arglist_add(a, "--");
 	arglist_addv(a, (const char *const *)opt.cmd);
 
@@ -1973,11 +1979,11 @@ run_sandbox(void)
 		signal(SIGHUP, SIG_DFL);
 		if (root_run)
 			userns_exec(userns_fd, stages, nstages, opt.no_dns ? 0 : DNSSTUB_PORT,
-			    a->list);
+			    opt.no_dns ? 0 : NETCFG_PORT, a->list);
 		if (!opt.no_dns) {
 			char nerr[256];
 
-			if (userns_netns(true, DNSSTUB_PORT, nerr, sizeof(nerr)) == -1) {
+			if (userns_netns(true, DNSSTUB_PORT, NETCFG_PORT, nerr, sizeof(nerr)) == -1) {
 				fprintf(stderr, "egress-run: %s\n", nerr);
 				_exit(RUN_EXIT_SETUP);
 			}

@@ -49,6 +49,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "netcfg.h"
 #include "userns.h"
 
 #define USERNS_EXIT_SETUP 125
@@ -117,9 +118,12 @@ write_proc(pid_t pid, const char *file, const char *text)
  * capability inside, and the namespace has only lo, so that reaches nothing outside.
  * own_userns: first a user namespace of our own (uid and gid map to themselves, setgroups
  * denied), for a run that is not root's; a root run is already in the workload's (U).
+ * transparent_port != 0: then the route and the redirect of transparent connections to
+ * 127.0.0.1:transparent_port (netcfg.c), with the same capabilities, which bwrap drops.
  */
 int
-userns_netns(bool own_userns, int low_port, char *err, size_t errlen)
+userns_netns(bool own_userns, int low_port, unsigned transparent_port, char *err,
+    size_t errlen)
 {
 	char map[64], port[16];
 	struct ifreq ifr;
@@ -163,6 +167,8 @@ userns_netns(bool own_userns, int low_port, char *err, size_t errlen)
 		return -1;
 	}
 	close(fd);
+	if (transparent_port != 0 && netcfg_transparent(transparent_port, err, errlen) == -1)
+		return -1;
 	return 0;
 }
 
@@ -242,7 +248,7 @@ userns_fail(const char *fmt, ...)
  */
 void
 userns_exec(int userns_fd, const struct userns_stage *st, size_t n, int low_port,
-    char *const argv[])
+    unsigned transparent_port, char *const argv[])
 {
 	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP };
 	extern char **environ;
@@ -300,7 +306,7 @@ userns_exec(int userns_fd, const struct userns_stage *st, size_t n, int low_port
 	if (low_port > 0) {
 		char err[256];
 
-		if (userns_netns(false, low_port, err, sizeof(err)) == -1)
+		if (userns_netns(false, low_port, transparent_port, err, sizeof(err)) == -1)
 			userns_fail("%s", err);
 	}
 	execveat(bwrap, "", argv, environ, AT_EMPTY_PATH);

@@ -25,13 +25,15 @@ int userns_target(const char *user, uid_t *uid, gid_t *gid, char *err, size_t er
 int userns_create(uid_t uid, gid_t gid, char *err, size_t errlen);
 /* low_port > 0: in U, a network namespace for the sandbox first (userns_netns). */
 void userns_exec(int userns_fd, const struct userns_stage *st, size_t n, int low_port,
-    char *const argv[]) __attribute__((noreturn));
+    unsigned transparent_port, char *const argv[]) __attribute__((noreturn));
 /*
  * A network namespace for the sandbox, made before bwrap (which then runs without
  * --unshare-net): lo up, ports from low_port on bindable without a capability.
  * own_userns: in a user namespace of its own first (a run that is not root's).
+ * transparent_port != 0: transparent connections redirected there (netcfg_transparent).
  * Returns 0, or -1 with a message in err.
  */
-int userns_netns(bool own_userns, int low_port, char *err, size_t errlen);
+int userns_netns(bool own_userns, int low_port, unsigned transparent_port, char *err,
+    size_t errlen);
 
 #endif

@@ -2,8 +2,10 @@
 # The sandbox end to end, from the inside: every way out that the workload of egress-run
 # might try must fail, each asserted (python3 as the driver, sandbox_helper.py escape):
 # a direct TCP connect to the host's loopback (the upstream, the DNS server: ECONNREFUSED,
-# the sandbox's lo is its own) and to unrouted addresses (ENETUNREACH), a DNS question
-# over UDP (no answer: names are resolved by egressd only); socket() for AF_UNIX (so no
+# the sandbox's lo is its own); to any other IPv4 address it is carried to egressd as a
+# transparent connection and refused there (reset, a deny receipt each); IPv6 outside lo
+# is unrouted (ENETUNREACH); a DNS question over UDP to the host's resolver (no answer:
+# names are resolved by egressd only); socket() for AF_UNIX (so no
 # connect to /run/egress.sock), AF_NETLINK, AF_PACKET, AF_VSOCK, AF_ALG, AF_XDP, unknown
 # families and AF_UNIX with the upper half of the argument set (EAFNOSUPPORT); a raw
 # socket (EPERM: no capability); io_uring (EPERM); unshare, clone with namespace flags,
@@ -41,9 +43,9 @@ probe() {
 probe tcp-host-loopback "TCP to the host's loopback (the upstream) is refused: another lo" ECONNREFUSED
 probe tcp-host-dns "TCP to the host's DNS server is refused" ECONNREFUSED
 probe tcp6-host-loopback "TCP to the host's ::1 is refused" ECONNREFUSED
-probe tcp-192.0.2.1 "TCP to 192.0.2.1: no route" ENETUNREACH
-probe tcp-10.255.255.1 "TCP to 10.255.255.1: no route" ENETUNREACH
-probe tcp6-2001:db8::1 "TCP to 2001:db8::1: no route" ENETUNREACH
+probe tcp-192.0.2.1 "TCP to 192.0.2.1: carried to egressd, refused (reset)" ECONNRESET
+probe tcp-10.255.255.1 "TCP to 10.255.255.1: carried to egressd, refused (reset)" ECONNRESET
+probe tcp6-2001:db8::1 "TCP to 2001:db8::1: no route (IPv6 is not carried)" ENETUNREACH
 probe udp-host-dns "a DNS question over UDP to the host's resolver gets no answer" noanswer
 probe af-unix-stream "socket(AF_UNIX, SOCK_STREAM)" EAFNOSUPPORT
 probe af-unix-dgram "socket(AF_UNIX, SOCK_DGRAM)" EAFNOSUPPORT
@@ -86,8 +88,13 @@ probe fork "fork still works" exit7
 probe spawn "posix_spawn still works (clone3 falls back to clone)" exit5
 probe own-relay-socks "the sandbox's relay reaches egressd (SOCKS5 reply 00)" 00
 probe second-relay-socks "an egress-relay the workload starts itself reaches nothing" greeting=closed
-expect_eq "the probes left no receipt but the relay's own tunnel" \
-    "1 0" "$(py rcpt "$WORK/receipts.jsonl" --where event=open --count) $(py rcpt "$WORK/receipts.jsonl" --where event=deny --count)"
+expect_eq "the probes left no tunnel but the relay's own" \
+    1 "$(py rcpt "$WORK/receipts.jsonl" --where event=open --count)"
+for a in 192.0.2.1 10.255.255.1; do
+	expect_eq "... and a deny receipt for the attempt to $a (transparent, not-allowlisted)" \
+	    "transparent 443 not-allowlisted" "$(py rcpt "$WORK/receipts.jsonl" --where event=deny \
+	    --where host=$a --fields frontend,port,reason)"
+done
 expect_clean "escape probes"
 
 # --- other ABIs --------------------------------------------------------------------------------
@@ -145,7 +152,7 @@ want="PATH HOME"
 for v in TERM LANG; do
 	eval "[ -n \"\${$v+x}\" ]" && want="$want $v"
 done
-want="$want HTTP_PROXY HTTPS_PROXY http_proxy https_proxy ALL_PROXY all_proxy NO_PROXY no_proxy"
+want="$want HTTP_PROXY HTTPS_PROXY http_proxy https_proxy NO_PROXY no_proxy"
 want="$want npm_config_proxy npm_config_https_proxy NODE_USE_ENV_PROXY JAVA_TOOL_OPTIONS"
 want="$want EGRESS_RELAY GIT_SSH_COMMAND EGRESS_FD"
 # shellcheck disable=SC2086
@@ -153,7 +160,8 @@ want=$(printf '%s\n' $want | sort | tr '\n' ' ')
 expect_eq "the environment holds exactly PATH HOME TERM LANG and the proxy variables" "$want" "$names"
 envval() { printf '%s\n' "$out" | sed -n "s/^$1=//p"; }
 expect_eq "HTTPS_PROXY names the relay" "http://127.0.0.1:3128" "$(envval HTTPS_PROXY)"
-expect_eq "ALL_PROXY is socks5h (names resolved by egressd)" "socks5h://127.0.0.1:3128" "$(envval ALL_PROXY)"
+expect_eq "ALL_PROXY is not set (transparent connections: no client needs SOCKS)" "" \
+    "$(envval ALL_PROXY)$(envval all_proxy)"
 expect_eq "NO_PROXY" "localhost,127.0.0.1,::1" "$(envval NO_PROXY)"
 pwd_in=$(envval PWD)
 expect_eq "PWD, if set, is only the current directory" "$BOX" "${pwd_in:-$BOX}"

@@ -48,6 +48,7 @@ last_rcpt() {
 }
 
 # --- allowed and denied, through HTTPS_PROXY and ALL_PROXY ---------------------------------
+# (ALL_PROXY is set only with --no-dns: with transparent connections no client needs it.)
 # shellcheck disable=SC2086
 erun $A -- $CURL "$OK_URL"
 expect_eq "HTTPS_PROXY: curl reaches the allowed upstream (HTTPS, certificate checked)" \
@@ -61,7 +62,7 @@ expect_eq "receipt: an http-connect tunnel, closed" "http-connect ok.e2e.test $U
 expect_clean "HTTPS_PROXY run"
 
 # shellcheck disable=SC2086,SC2016
-erun $A -- sh -c '"$@" --proxy "$ALL_PROXY"' sh $CURL "$OK_URL"
+erun $A --no-dns -- sh -c '"$@" --proxy "$ALL_PROXY"' sh $CURL "$OK_URL"
 expect_eq "ALL_PROXY=socks5h://: curl reaches the allowed upstream" "0 200" "$rc ${out%%:*}"
 expect_match "summary (socks5h): the allowed destination with its bytes" \
     "allowed +ok\.e2e\.test:$UP +1× [1-9][0-9]* B up, [0-9.]+ (B|KiB) down" "$err"
@@ -115,7 +116,7 @@ case $err in
 *) ok "summary: no allowed destination in a run that reached none" ;;
 esac
 # shellcheck disable=SC2086,SC2016
-erun $A -- sh -c '"$@" --proxy "$ALL_PROXY"' sh $CURL "$OTHER_URL"
+erun $A --no-dns -- sh -c '"$@" --proxy "$ALL_PROXY"' sh $CURL "$OTHER_URL"
 expect_eq "ALL_PROXY: a name not allowed is refused (curl: SOCKS failure)" 97 "$rc"
 expect_match "summary (socks5h): names the refused destination and its reason" \
     "denied +other\.e2e\.test:$UP +1× not-allowlisted" "$err"

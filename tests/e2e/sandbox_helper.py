@@ -124,6 +124,38 @@ def try_connect(addr, port, timeout=3):
     return "connected"
 
 
+def try_connect_fate(addr, port, timeout=5):
+    """A connect that succeeds (the sandbox redirects it to egress-relay's transparent
+    listener) and then what happens to it: egressd's refusal is a reset."""
+    r = try_connect_keep(addr, port, timeout)
+    if isinstance(r, str):
+        return r
+    try:
+        r.sendall(b"x")
+        return "eof" if r.recv(16) == b"" else "data"
+    except socket.timeout:
+        return "timeout"
+    except OSError as e:
+        return ename(e.errno)
+    finally:
+        r.close()
+
+
+def try_connect_keep(addr, port, timeout):
+    fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect((addr, port))
+    except socket.timeout:
+        s.close()
+        return "timeout"
+    except OSError as e:
+        s.close()
+        return ename(e.errno)
+    return s
+
+
 def try_udp_dns(port):
     """A DNS question to the host's test DNS server: nothing may answer in the sandbox."""
     q = struct.pack(">HHHHHH", 0x4242, 0x0100, 1, 0, 0, 0) + b"\x02ok\x03e2e\x04test\x00" + \
@@ -212,7 +244,7 @@ def second_relay(args):
     """The workload starts an egress-relay of its own on the pinned socket: the workload's
     filter (inherited) must keep it from opening an AF_UNIX socket, so nothing passes."""
     import subprocess
-    port = 3129
+    port = 3130             # 3128 and 3129 are the sandbox relay's own listeners
     rfd, wfd = os.pipe()
     try:
         p = subprocess.Popen(["egress-relay", "--listen", "127.0.0.1:%d" % port, "--egress",
@@ -242,12 +274,14 @@ def second_relay(args):
 def cmd_escape(args):
     up, dns = args.upstream_port, args.dns_port
     r = {}
-    # Network: the host's loopback is not the sandbox's, and there is no route anywhere.
+    # Network: the host's loopback is not the sandbox's; a TCP connection to any other
+    # IPv4 address is carried to egressd (transparent) and refused there; IPv6 has no
+    # route anywhere.
     r["tcp-host-loopback"] = try_connect("127.0.0.1", up)
     r["tcp-host-dns"] = try_connect("127.0.0.1", dns)
     r["tcp6-host-loopback"] = try_connect("::1", up)
-    r["tcp-192.0.2.1"] = try_connect("192.0.2.1", 443)
-    r["tcp-10.255.255.1"] = try_connect("10.255.255.1", 443)
+    r["tcp-192.0.2.1"] = try_connect_fate("192.0.2.1", 443)
+    r["tcp-10.255.255.1"] = try_connect_fate("10.255.255.1", 443)
     r["tcp6-2001:db8::1"] = try_connect("2001:db8::1", 443)
     r["udp-host-dns"] = try_udp_dns(dns)
     # Socket families: only AF_INET and AF_INET6.
