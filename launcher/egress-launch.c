@@ -13,7 +13,8 @@
  *
  * With --transparent ADDR:PORT the relay also listens there for the connections that the
  * sandbox's nftables rule redirects (egress-run sets the rule up before bwrap starts;
- * netcfg.c), and ALL_PROXY is not set: no client needs it then.
+ * netcfg.c); ALL_PROXY and GIT_SSH_COMMAND are not set then (no client needs SOCKS, and
+ * plain ssh works), and a user's GIT_SSH_COMMAND (a key, a known_hosts file) is kept.
  *
  * The user's own variables (egress-run's --setenv and --env) come on --env-fd, a
  * descriptor egress-run filled, so that a caller's value (a token passed with --env) is in
@@ -223,7 +224,9 @@ launch_environment(const char *listen_spec, bool fd4, bool transparent)
 		launch_setenv("EGRESS_FD", "4");
 	else
 		unsetenv("EGRESS_FD");
-	launch_setenv("GIT_SSH_COMMAND", "ssh -o ProxyCommand='egress-connect %h %p'");
+	/* Plain ssh reaches the host transparently; without that, through the connector. */
+	if (!transparent)
+		launch_setenv("GIT_SSH_COMMAND", "ssh -o ProxyCommand='egress-connect %h %p'");
 }
 
 /*

@@ -414,15 +414,20 @@ resolver_text(const char *v, char out[EGRESS_ADDRSTRLEN + 8], const char **why)
 /*
  * What egress-launch sets inside: a user's value of one of these is replaced (EGRESS_*
  * dropped), JAVA_TOOL_OPTIONS excepted, which is kept with the proxy properties appended.
+ * GIT_SSH_COMMAND is egress-launch's only with --no-dns (its ProxyCommand); with
+ * transparent connections plain ssh works and the user's value (a key, a known_hosts
+ * file) is kept.
  */
 static bool
 env_launch_owns(const char *s, size_t n)
 {
 	static const char *const names[] = { "HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
 	    "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "npm_config_proxy",
-	    "npm_config_https_proxy", "NODE_USE_ENV_PROXY", "GIT_SSH_COMMAND" };
+	    "npm_config_https_proxy", "NODE_USE_ENV_PROXY" };
 
 	if (n >= 7 && strncmp(s, "EGRESS_", 7) == 0)
+		return true;
+	if (opt.no_dns && n == 15 && memcmp(s, "GIT_SSH_COMMAND", 15) == 0)
 		return true;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (strlen(names[i]) == n && memcmp(names[i], s, n) == 0)

@@ -85,9 +85,20 @@ usage(const char *msg)
 	exit(2);
 }
 
+/*
+ * Ends rc. A transparent connection that ends before egressd said yes (refused, egressd
+ * gone, the client's first bytes undeliverable) is reset, whichever path got here first,
+ * so that the client's connect-then-read fails like a refused connection, never as an
+ * orderly end of data.
+ */
 static void
 relay_free(struct relay_conn *rc)
 {
+	if (rc->reply_need > 0) {
+		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+		setsockopt(bufferevent_getfd(rc->client), SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
 	if (rc->prev)
 		rc->prev->next = rc->next;
 	else
@@ -154,16 +165,14 @@ relay_read(evutil_socket_t fd, short what, void *arg)
 			rc->reply_need -= (size_t)n;
 		if (n <= 0 || (rc->reply_need == 0 && (memcmp(rc->reply, "EGR1", 4) != 0 ||
 		    memcmp(rc->reply + 4, "\0\0\0\0", 4) != 0))) {
-			/* Refused: a reset, so the client's connect-then-read fails like one. */
-			struct linger lg = { .l_onoff = 1, .l_linger = 0 };
-
+			/* Refused: reset by relay_free (reply_need stays above 0 or it is set
+			 * again below). */
 			if (verbose && n > 0)
 				fprintf(stderr, "egress-relay: transparent connect refused (%d)\n",
 				    (int)(int32_t)((uint32_t)rc->reply[4] << 24 |
 				    (uint32_t)rc->reply[5] << 16 | (uint32_t)rc->reply[6] << 8 |
 				    rc->reply[7]));
-			setsockopt(bufferevent_getfd(rc->client), SOL_SOCKET, SO_LINGER, &lg,
-			    sizeof(lg));
+			rc->reply_need = sizeof(rc->reply);
 			relay_free(rc);
 		}
 		return;

@@ -74,9 +74,9 @@ out=$("$ERUN" --quiet --allow "ssh.e2e.test:$SSHP" $RUN_ARGS -- \
     'echo logged in over egress' 2>&1)
 expect_eq "ssh with ProxyCommand=egress-connect logs in" "logged in over egress" "$out"
 # shellcheck disable=SC2086
-out=$("$ERUN" --quiet --allow "ssh.e2e.test:$SSHP" $RUN_ARGS -- sh -c \
+out=$("$ERUN" --quiet --no-dns --allow "ssh.e2e.test:$SSHP" $RUN_ARGS -- sh -c \
     "GIT_SSH_COMMAND=\"\$GIT_SSH_COMMAND $SSHOPT\" git clone -q ssh://root@ssh.e2e.test:$SSHP$WORK/repo.git clone && git -C clone log --format=%s" 2>&1)
-expect_eq "git clone over ssh through egress (GIT_SSH_COMMAND as egress-launch sets it)" \
+expect_eq "git clone over ssh through egress (--no-dns: GIT_SSH_COMMAND as egress-launch sets it)" \
     "over egress" "$out"
 # shellcheck disable=SC2086
 out=$("$ERUN" --quiet --allow "n.e2e.test:$ECHO" $RUN_ARGS -- \
