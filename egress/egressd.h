@@ -269,6 +269,7 @@ struct principal {
 	TAILQ_HEAD(, pin) pins;
 	size_t npins;
 	struct synth *synth;         /* the DNS verb's names, on the first question */
+	uint64_t synth_recycled;     /* names dropped by maps released before this one */
 	TAILQ_HEAD(, conn) conns;
 	TAILQ_ENTRY(principal) entry;
 };
