@@ -7,8 +7,8 @@
 # NXDOMAIN, their deny receipts (frontend dns) collapsed past 100 a second with every one
 # counted. SIGHUP applies a new synthetic-max to live maps (shrinking recycles the least
 # recently used names, bad-host from then on) and a new synthetic-range (live maps are
-# released: their addresses bad-host, new answers from the new range); an invalid value
-# keeps the running settings and says why.
+# released: their addresses and those of the old range bad-host, new answers from the new
+# range); an invalid value keeps the running settings and says why.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/e2e/lib.sh"
 cd "$WORK" || exit 1
 
@@ -117,6 +117,84 @@ expect_eq "... every one has its receipt (sum of count)" 500 \
     "$(rcpt --skip "$m" --where event=deny --where frontend=dns --sum-count --min 500 --wait 10)"
 expect_eq "no query for a refused name reached the DNS server" "0 0" \
     "$(asked refused\\.example) $(asked 'nx[0-9]*\.example')"
+
+# --- SIGHUP: a new synthetic-max and synthetic-range apply to live maps -------------------
+# reload DIRECTIVES...: the same principals, these settings; waits for the reload's result.
+reload() {
+	conf_begin "$@"
+	principal m m.policy
+	principal r m.policy
+	principal s m.policy
+	lm=$(log_mark)
+	kill -HUP "$EGRESSD_PID"
+	wait_log "event=reload result=" "$lm"
+}
+since() { tail -n "+$((lm + 1))" egressd.err; }
+addr_of() { awk '{ print $5 }'; }
+q "$R" A --many 'h%d.e2e.test' --count 20 > r20.out
+expect_eq "r holds 20 names under synthetic-max 4096" 20 "$(gauge egress_synthetic_names r)"
+reload "synthetic-max 8"
+expect_match "SIGHUP with synthetic-max 8: applied" "event=reload result=ok" "$(since)"
+expect_eq "... a live map shrinks to it at once: 8 names, 12 recycled" "8 12" \
+    "$(gauge egress_synthetic_names r) $(gauge egress_synthetic_recycled_total r)"
+expect_match "... and egressd says so" \
+    "event=reload principal=r synthetic-max=8 recycled=12" "$(since)"
+H0=$(sed -n 1p r20.out | addr_of)
+H19=$(sed -n 20p r20.out | addr_of)
+m=$(rcpt_mark)
+expect_match "... the least recently used names' addresses are bad-host" '^400 bad-host' \
+    "$(py tunnel connect "$R" "$H0" 443 --mode none)"
+expect_eq "... the most recent keep their addresses" "$(sed -n 13,20p r20.out)" \
+    "$(q "$R" A h12.e2e.test h13.e2e.test h14.e2e.test h15.e2e.test h16.e2e.test \
+    h17.e2e.test h18.e2e.test h19.e2e.test)"
+m=$(rcpt_mark)
+expect_match "... and are still their names (never remapped)" '^502 dns-failure' \
+    "$(py tunnel connect "$R" "$H19" 443 --mode none)"
+expect_eq "... receipt host is the name" "deny h19.e2e.test dns-failure" \
+    "$(rcpt --skip "$m" --where event=deny --wait 10 --fields event,host,reason)"
+expect_eq "100 more names: every one answered" "names=100 answered=100 distinct=100" \
+    "$(q "$R" A --many 'i%d.e2e.test' --count 100 --summary)"
+expect_eq "... the map stays at the new bound" 8 "$(gauge egress_synthetic_names r)"
+expect_eq "the 4096 names of m shrank too" 8 "$(gauge egress_synthetic_names m)"
+q "$S" A --many 'j%d.e2e.test' --count 20 >/dev/null
+expect_eq "a map made after the reload has the new bound" 8 "$(gauge egress_synthetic_names s)"
+
+reload "synthetic-max 0"
+expect_match "SIGHUP with synthetic-max 0: refused" "event=reload result=failed" "$(since)"
+expect_match "... and the log says why (file, line, the directive)" \
+    'egressd\.conf:[0-9]+:[0-9]+: expected: synthetic-max NAMES' "$(since)"
+q "$R" A --many 'k%d.e2e.test' --count 20 >/dev/null
+expect_eq "... the running bound stays" 8 "$(gauge egress_synthetic_names r)"
+
+OLD=$(q "$R" A k19.e2e.test | addr_of)
+reload "synthetic-max 8" "synthetic-range 10.99.0.0/24"
+expect_match "SIGHUP with synthetic-range 10.99.0.0/24: applied" "event=reload result=ok" \
+    "$(since)"
+expect_match "... live maps of the old range are released, and egressd says so" \
+    "event=reload principal=r synthetic-range=10\.99\.0\.0/24 released=8" "$(since)"
+expect_eq "... r holds no name now; the 8 count as recycled (132 + 8)" "0 140" \
+    "$(gauge egress_synthetic_names r) $(gauge egress_synthetic_recycled_total r)"
+m=$(rcpt_mark)
+expect_match "... an address of the old range is bad-host, not a name" '^400 bad-host' \
+    "$(py tunnel connect "$R" "$OLD" 443 --mode none)"
+NEW=$(q "$R" A k19.e2e.test)
+expect_match "... the name asked again: an address of the new range" \
+    '^0 0 1 1 10\.99\.0\.[0-9]+ closed$' "$NEW"
+m=$(rcpt_mark)
+expect_match "... which is that name" '^502 dns-failure' \
+    "$(py tunnel connect "$R" "$(echo "$NEW" | addr_of)" 443 --mode none)"
+expect_eq "... receipt host is the name" "deny k19.e2e.test dns-failure" \
+    "$(rcpt --skip "$m" --where event=deny --wait 10 --fields event,host,reason)"
+
+reload "synthetic-max 8" "synthetic-range 10.98.0.0/31"
+expect_match "SIGHUP with a /31 synthetic-range: refused" "event=reload result=failed" \
+    "$(since)"
+expect_match "... and the log says why" 'synthetic range is IPv4 of length 8 to 30' "$(since)"
+expect_eq "... the running range stays: the name keeps its address" "$NEW" \
+    "$(q "$R" A k19.e2e.test)"
+expect_eq "no question of this test reached the DNS server but the connects' (h19, k19)" \
+    "h19.e2e.test k19.e2e.test" \
+    "$(awk '{ print $1 }' "$DNSLOG" | grep -v "^$LASTNAME\$" | sort -u | tr '\n' ' ' | sed 's/ $//')"
 
 egressd_stop
 expect_eq "egressd exits 0" 0 "$EGRESSD_RC"
