@@ -1325,9 +1325,8 @@ conn_target(struct conn *c, const struct host *h, uint16_t port)
 		memcpy(a.b, h->addr.b + 12, 4);
 	} else
 		return true;
-	/* The configured range, and the one the map was made with (before a SIGHUP). */
-	if (!cidr_contains(&egressd_conf->synth_range, &a) &&
-	    (c->p->synth == NULL || !synth_in_range(c->p->synth, &a)))
+	/* The configured range, and those a SIGHUP replaced (no map holds them). */
+	if (!cidr_contains(&egressd_conf->synth_range, &a) && !egressd_synth_retired(&a))
 		return true;
 	if (c->p->synth != NULL)
 		name = synth_name(c->p->synth, &a);

@@ -32,6 +32,8 @@ uid_t egressd_uid;
 gid_t egressd_gid;
 
 static struct conf *conf_current;
+static struct cidr synth_retired[EGRESSD_SYNTH_RETIRED];  /* oldest first */
+static size_t nsynth_retired;
 static struct event *ev_term, *ev_int, *ev_hup, *ev_usr1, *ev_grace, *ev_drain;
 
 static void __attribute__((noreturn))
@@ -181,7 +183,74 @@ term_cb(evutil_socket_t sig, short what, void *arg)
 	egressd_exit_if_drained();
 }
 
-/* SIGHUP: principals of the file appear and disappear; a live one keeps its policy. */
+bool
+egressd_synth_retired(const struct addr *a)
+{
+	for (size_t i = 0; i < nsynth_retired; i++)
+		if (cidr_contains(&synth_retired[i], a))
+			return true;
+	return false;
+}
+
+static bool
+egressd_cidr_equal(const struct cidr *a, const struct cidr *b)
+{
+	return a->plen == b->plen && addr_equal(&a->a, &b->a);
+}
+
+/*
+ * SIGHUP, synthetic-range and synthetic-max (nc validated both). A handed-out address
+ * either keeps its name or stops meaning one; it never silently becomes another name's.
+ * A new max applies to every live map at once (a lower one recycles the least recently
+ * used names, bad-host from then on). A new range releases every live map (its
+ * addresses are bad-host: the range is remembered as retired); the next question of a
+ * principal makes a map of the new range. Clients hold answers for TTL 1 only.
+ */
+static void
+egressd_synth_reload(const struct conf *nc)
+{
+	struct principal *p;
+	char text[EGRESS_ADDRSTRLEN];
+
+	addr_format(&nc->synth_range.a, text);
+	if (!egressd_cidr_equal(&conf_current->synth_range, &nc->synth_range)) {
+		if (nsynth_retired == EGRESSD_SYNTH_RETIRED) {
+			memmove(synth_retired, synth_retired + 1,
+			    (EGRESSD_SYNTH_RETIRED - 1) * sizeof(*synth_retired));
+			nsynth_retired--;
+		}
+		synth_retired[nsynth_retired++] = conf_current->synth_range;
+		TAILQ_FOREACH(p, &principals, entry) {
+			size_t n;
+
+			if (p->synth == NULL)
+				continue;
+			n = synth_count(p->synth);
+			p->synth_recycled += synth_recycled(p->synth) + n;
+			synth_free(p->synth);
+			p->synth = NULL;
+			log_info("event=reload principal=%s synthetic-range=%s/%u released=%zu",
+			    p->name, text, (unsigned)nc->synth_range.plen, n);
+		}
+	} else if (conf_current->synth_max != nc->synth_max) {
+		TAILQ_FOREACH(p, &principals, entry)
+			if (p->synth != NULL)
+				log_info("event=reload principal=%s synthetic-max=%zu recycled=%zu",
+				    p->name, nc->synth_max, synth_set_max(p->synth, nc->synth_max));
+	}
+	if (!egressd_cidr_equal(&conf_current->synth_range, &nc->synth_range) ||
+	    conf_current->synth_max != nc->synth_max)
+		log_info("event=reload synthetic-range=%s/%u synthetic-max=%zu", text,
+		    (unsigned)nc->synth_range.plen, nc->synth_max);
+	conf_current->synth_range = nc->synth_range;
+	conf_current->synth_max = nc->synth_max;
+}
+
+/*
+ * SIGHUP: principals of the file appear and disappear; a live one keeps its policy; the
+ * synthetic settings apply at once (egressd_synth_reload). The rest of the running
+ * configuration stays as it started.
+ */
 static void
 hup_cb(evutil_socket_t sig, short what, void *arg)
 {
@@ -209,6 +278,7 @@ hup_cb(evutil_socket_t sig, short what, void *arg)
 		if (!keep)
 			principal_remove(p, "reload");
 	}
+	egressd_synth_reload(nc);
 	for (size_t i = 0; i < nc->nprincipals; i++) {
 		struct conf_principal *cp = &nc->principals[i];
 

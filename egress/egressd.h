@@ -48,6 +48,7 @@
 #define EGRESSD_DENY_BURST 100       /* denials per second per principal written one by one */
 #define EGRESSD_DENY_SLOTS 256       /* distinct collapsed denials kept per second */
 #define EGRESSD_TALLY_MAX 256        /* destinations in a lease's summary */
+#define EGRESSD_SYNTH_RETIRED 8      /* earlier synthetic-ranges kept bad-host after SIGHUP */
 
 /* --- log.c ------------------------------------------------------------------------ */
 
@@ -269,6 +270,7 @@ struct principal {
 	TAILQ_HEAD(, pin) pins;
 	size_t npins;
 	struct synth *synth;         /* the DNS verb's names, on the first question */
+	uint64_t synth_recycled;     /* names dropped by maps released before this one */
 	TAILQ_HEAD(, conn) conns;
 	TAILQ_ENTRY(principal) entry;
 };
@@ -328,6 +330,12 @@ extern struct event_base *egressd_base;
 extern const struct conf *egressd_conf;
 extern struct egress_key *egressd_policy_key;
 extern bool egressd_stopping;
+/*
+ * True when a is in a synthetic-range that a SIGHUP replaced (the last
+ * EGRESSD_SYNTH_RETIRED of them): such an address stands for no name any more, yet a
+ * client may still hold it, and it must be bad-host rather than a real destination.
+ */
+bool egressd_synth_retired(const struct addr *a);
 extern time_t egressd_started;
 /* The uid and gid egressd started with, before `user` drops them: a principal's default
  * owner, so that one added after the drop is owned like one created at start-up. */

@@ -212,6 +212,17 @@ metrics_text(size_t *len)
 		evbuffer_add_printf(b, "egress_bytes_total{principal=\"%s\",direction=\"down\"} %llu\n",
 		    p->name, (unsigned long long)p->closed_down);
 	}
+	metrics_head(b, "egress_synthetic_names", "gauge",
+	    "Names the principal's synthetic map holds (at most synthetic-max).");
+	TAILQ_FOREACH(p, &principals, entry)
+		evbuffer_add_printf(b, "egress_synthetic_names{principal=\"%s\"} %zu\n", p->name,
+		    p->synth != NULL ? synth_count(p->synth) : 0);
+	metrics_head(b, "egress_synthetic_recycled_total", "counter",
+	    "Names recycled out of the principal's synthetic map (their addresses bad-host).");
+	TAILQ_FOREACH(p, &principals, entry)
+		evbuffer_add_printf(b, "egress_synthetic_recycled_total{principal=\"%s\"} %llu\n",
+		    p->name, (unsigned long long)(p->synth_recycled +
+		    (p->synth != NULL ? synth_recycled(p->synth) : 0)));
 	metrics_head(b, "egress_dns_queries_total", "counter", "Name resolutions, by result.");
 	evbuffer_add_printf(b, "egress_dns_queries_total{result=\"ok\"} %llu\n",
 	    (unsigned long long)d->ok);

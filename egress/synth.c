@@ -6,7 +6,7 @@
  * Trusts its caller for the names (canonical, from host_parse) and for the range (an
  * IPv4 CIDR conf.c validated). Pure: no I/O, no clock, no global state. Bounded: at most
  * `max` names (and never more than the range holds); past that the least recently used
- * name is recycled. Both lookups are a hash probe; the only allocation is on inserting a
+ * name is recycled (and when a reload lowers max, down to it at once). Both lookups are a hash probe; the only allocation is on inserting a
  * name (its entry, and the tables doubling).
  *
  * Addresses are handed out by a cursor that walks the range and wraps, skipping the ones
@@ -66,6 +66,15 @@ synth_off_bucket(const struct synth *s, uint32_t off)
 	return (size_t)(h >> 32) & (s->nbuckets - 1);
 }
 
+/* The bound: max names, or as many as the range has usable addresses. */
+static size_t
+synth_cap(const struct synth *s, size_t max)
+{
+	uint64_t usable = (uint64_t)(s->last - s->first) + 1;
+
+	return usable < max ? (size_t)usable : max;
+}
+
 struct synth *
 synth_new(const struct cidr *range, size_t max)
 {
@@ -86,8 +95,7 @@ synth_new(const struct cidr *range, size_t max)
 		s->first = 0;
 		s->last = (uint32_t)(size - 1);
 	}
-	s->cap = (uint64_t)(s->last - s->first) + 1 < max ? (size_t)(s->last - s->first) + 1 :
-	    max;
+	s->cap = synth_cap(s, max);
 	s->cursor = s->first;
 	TAILQ_INIT(&s->lru);
 	return s;
@@ -222,6 +230,36 @@ synth_grow(struct synth *s)
 		synth_link(s, e);
 }
 
+/* The least recently used name goes; its address becomes free. */
+static void
+synth_recycle_lru(struct synth *s)
+{
+	struct synth_entry *e = TAILQ_FIRST(&s->lru);
+
+	synth_unlink(s, e);
+	TAILQ_REMOVE(&s->lru, e, lru);
+	free(e->name);
+	free(e);
+	s->n--;
+	s->recycled++;
+}
+
+size_t
+synth_set_max(struct synth *s, size_t max)
+{
+	size_t k = 0;
+
+	if (max == 0)
+		return 0;
+	s->cap = synth_cap(s, max);
+	/* Bounded by n: each pass frees one entry. The tables keep their size. */
+	while (s->n > s->cap) {
+		synth_recycle_lru(s);
+		k++;
+	}
+	return k;
+}
+
 int
 synth_get(struct synth *s, const char *name, struct addr *out)
 {
@@ -236,16 +274,8 @@ synth_get(struct synth *s, const char *name, struct addr *out)
 		synth_addr(s, e->off, out);
 		return 0;
 	}
-	if (s->n == s->cap) {
-		/* Full: the least recently used name goes, its address becomes free. */
-		e = TAILQ_FIRST(&s->lru);
-		synth_unlink(s, e);
-		TAILQ_REMOVE(&s->lru, e, lru);
-		free(e->name);
-		free(e);
-		s->n--;
-		s->recycled++;
-	}
+	if (s->n == s->cap)
+		synth_recycle_lru(s);    /* full: the least recently used name goes */
 	if (s->n + 1 > s->nbuckets)
 		synth_grow(s);
 	/* n < cap <= usable addresses: a free one exists, at most a round away. */

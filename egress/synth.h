@@ -35,6 +35,13 @@ int synth_get(struct synth *s, const char *name, struct addr *out);
 const char *synth_name(struct synth *s, const struct addr *a);
 /* True when a lies in the range (given or not). */
 bool synth_in_range(const struct synth *s, const struct addr *a);
+/*
+ * A new bound (SIGHUP): min(max, usable addresses) as in synth_new. Shrinking recycles
+ * the least recently used names down to it at once, as if later names had pushed them
+ * out (their addresses are then free, never another name's until the cursor comes
+ * round). Returns how many names it recycled; a max of 0 changes nothing.
+ */
+size_t synth_set_max(struct synth *s, size_t max);
 size_t synth_count(const struct synth *s);
 size_t synth_capacity(const struct synth *s);
 uint64_t synth_recycled(const struct synth *s);

@@ -1,7 +1,8 @@
 /*
  * check_synth.c: the per-principal synthetic address map (egress/synth.c): allocation
  * inside the range, stability, reverse lookup, recycling of the least recently used name
- * at the bound, no two names on one address, a range smaller than the bound, release.
+ * at the bound, a new bound (SIGHUP), no two names on one address, a range smaller than
+ * the bound, release.
  */
 #include "config.h"
 
@@ -129,6 +130,58 @@ START_TEST(test_recycle_lru)
 }
 END_TEST
 
+/* A reload's new bound: lower recycles the least recently used at once, higher grows. */
+START_TEST(test_set_max)
+{
+	struct synth *s = map("198.18.0.0/15", 20);
+	struct addr held[20], a;
+	char name[64];
+
+	for (int i = 0; i < 20; i++) {
+		snprintf(name, sizeof(name), "n%d.e2e.test", i);
+		ck_assert_int_eq(synth_get(s, name, &held[i]), 0);
+	}
+	/* n0 used again: the 12 least recently used are n1..n12. */
+	ck_assert_str_eq(synth_name(s, &held[0]), "n0.e2e.test");
+	ck_assert_uint_eq(synth_set_max(s, 8), 12);
+	ck_assert_uint_eq(synth_count(s), 8);
+	ck_assert_uint_eq(synth_capacity(s), 8);
+	ck_assert_uint_eq(synth_recycled(s), 12);
+	for (int i = 1; i <= 12; i++)
+		ck_assert_ptr_null(synth_name(s, &held[i]));
+	ck_assert_str_eq(synth_name(s, &held[0]), "n0.e2e.test");
+	for (int i = 13; i < 20; i++) {
+		snprintf(name, sizeof(name), "n%d.e2e.test", i);
+		ck_assert_str_eq(synth_name(s, &held[i]), name);
+		ck_assert_int_eq(synth_get(s, name, &a), 0);
+		ck_assert(addr_equal(&a, &held[i]));
+	}
+	/* The freed addresses go to no other name before the cursor comes round. */
+	for (int i = 0; i < 100; i++) {
+		snprintf(name, sizeof(name), "m%d.e2e.test", i);
+		ck_assert_int_eq(synth_get(s, name, &a), 0);
+		for (int j = 1; j <= 12; j++)
+			ck_assert(!addr_equal(&a, &held[j]));
+		ck_assert_uint_le(synth_count(s), 8);
+	}
+	/* Higher: room for more, nothing recycled; 0 changes nothing. */
+	ck_assert_uint_eq(synth_set_max(s, 4096), 0);
+	ck_assert_uint_eq(synth_set_max(s, 0), 0);
+	ck_assert_uint_eq(synth_capacity(s), 4096);
+	for (int i = 0; i < 100; i++) {
+		snprintf(name, sizeof(name), "k%d.e2e.test", i);
+		ck_assert_int_eq(synth_get(s, name, &a), 0);
+	}
+	ck_assert_uint_eq(synth_count(s), 108);
+	synth_free(s);
+	/* Never above what the range holds. */
+	s = map("10.0.0.0/28", 14);
+	ck_assert_uint_eq(synth_set_max(s, 4096), 0);
+	ck_assert_uint_eq(synth_capacity(s), 14);
+	synth_free(s);
+}
+END_TEST
+
 /* Every name held has its own address, also once the cursor has wrapped many times. */
 START_TEST(test_no_collision)
 {
@@ -243,6 +296,9 @@ main(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("at the bound the least recently used name is recycled");
 	tcase_add_test(tc, test_recycle_lru);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("a new bound: lower recycles at once, higher grows");
+	tcase_add_test(tc, test_set_max);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("no two names share an address");
 	tcase_add_test(tc, test_no_collision);
