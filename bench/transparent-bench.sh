@@ -38,8 +38,8 @@
 #   egress-launch, egress-policy and bench/tcpbench (compiled from here when missing).
 # Knobs (environment): BENCH_BULK (bytes, default 1G), BENCH_ROUNDS (3), BENCH_SEQ (3000),
 # BENCH_PAR (8000), BENCH_CONC (8), BENCH_REPS (3), BENCH_DNS (50000 queries per run),
-# BENCH_DNS_OUT (8), BENCH_BUDGET (seconds, 240), BENCH_PIN (1), BENCH_KEEP=1 keeps the
-# temporary directory.
+# BENCH_DNS_OUT (8), BENCH_TW_REUSE (1), BENCH_BUDGET (seconds, 240), BENCH_PIN (1),
+# BENCH_KEEP=1 keeps the temporary directory.
 
 set -u
 export LC_ALL=C
@@ -149,6 +149,14 @@ fi
 
 read -r P_RELAY P_TRANS P_LAUNCH <<<"$("$TB" freeport 3)"
 ip link set lo up || die "ip link set lo up failed"
+# A fresh namespace has tcp_tw_reuse 2: a port in TIME_WAIT is reused for a new connection
+# only between loopback addresses, and one to a synthetic address (from a synthetic source
+# address) is not such a connection: the client's ~28k ephemeral ports to one address and
+# port run out after ~28k setups in 60 s, which the 8-way runs make (EADDRNOTAVAIL). The
+# proxied path's connections are loopback ones and reuse. 1 gives both paths the same
+# reuse, so that the ratio is the relay's and egressd's; BENCH_TW_REUSE=2 shows the rest.
+sysctl -q -w "net.ipv4.tcp_tw_reuse=${BENCH_TW_REUSE:-1}" || die "sysctl tcp_tw_reuse failed"
+TW_REUSE=$(sysctl -n net.ipv4.tcp_tw_reuse 2>/dev/null)
 ip route add local 198.18.0.0/15 dev lo || die "ip route add failed"
 printf 'table ip transparent_bench {\n chain out {\n  type nat hook output priority -100; policy accept;\n  ip daddr 198.18.0.0/15 meta l4proto tcp redirect to :%s\n }\n}\n' \
     "$P_TRANS" | nft -f - || die "nft failed"
@@ -341,38 +349,62 @@ done
 
 # --- the stub resolver, through egress-launch ---------------------------------------------
 
+# CPU ticks (utime + stime) of one process.
+pticks() {
+	local v
+
+	v=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{ print $12 + $13 }')
+	echo "${v:-0}"
+}
+
 # $1 outstanding queries; egress-launch runs under $WRAP, so its relay, its stub and the
-# client (its workload) share the pin. Prints the result line's per_s, p50_us and lost.
+# client (its workload) share the pin. The workload is a shell that runs the client and
+# then reports the stub's CPU time (the stub is its child: egress-launch forked it before
+# it exec'd). Prints per_s, p50_us, lost, and the CPU microseconds per query of the stub,
+# egressd and the client.
 stub_run() {
-	local out
+	local out e0 e1 st
 
 	if [ "$(left)" -lt 10 ]; then
-		echo "skip - -"
+		echo "skip - - - - -"
 		return
 	fi
+	e0=$(pticks "$EGRESSD_PID")
+	# shellcheck disable=SC2016 # the workload's own $$ and $@
 	if out=$("${WRAP[@]}" "$B/egress-launch" --egress "$SOCK" --listen "127.0.0.1:$P_LAUNCH" \
-	    -- "$TB" dns -s 127.0.0.53:53 -q "$NAME" -n "$DNSN" -c "$1" -W 1000 \
+	    -- sh -c '"$@" || exit $?
+		for p in $(cat /proc/$$/task/$$/children); do
+			s=$(cat /proc/$p/stat 2>/dev/null) && echo "child $s"
+		done
+		exit 0' sh "$TB" dns -s 127.0.0.53:53 -q "$NAME" -n "$DNSN" -c "$1" -W 1000 \
 	    -T "$(cap 60)" 2>"$T/dns.err"); then
+		e1=$(pticks "$EGRESSD_PID")
 		echo "$out" >>"$T/results.txt"
-		sed -n 's/.* per_s=\([0-9.]*\) p50_us=\([0-9]*\) .* lost=\([0-9]*\).*/\1 \2 \3/p' \
-		    <<<"$out"
+		st=$(grep '^child [0-9]* (egress-launch)' <<<"$out" | sed 's/.*) //' |
+		    awk '{ print $12 + $13 }')
+		grep '^dns ' <<<"$out" | sed -n 's/.* per_s=\([0-9.]*\) p50_us=\([0-9]*\) .* lost=\([0-9]*\) .* cpu_us_per_q=\([0-9.]*\).*/\1 \2 \3 \4/p' |
+		    awk -v st="${st:-x}" -v e=$((e1 - e0)) -v hz="$HZ" -v n="$DNSN" '{
+			s = st ~ /^[0-9]+$/ ? sprintf("%.1f", st / hz * 1e6 / n) : "-"
+			printf "%s %s %s %s %.1f %s\n", $1, $2, $3, s, e / hz * 1e6 / n, $4 }'
 	else
 		echo "transparent-bench: stub, $1 outstanding: $(head -3 "$T/dns.err")" >&2
-		echo "fail - -"
+		echo "fail - - - - -"
 	fi
 }
 
-declare -A DNS_R DNS_P50 DNS_LOST
-for k in pin1 free1 freeN; do DNS_R[$k]=skip DNS_P50[$k]=- DNS_LOST[$k]=-; done
+declare -A DNS_R DNS_P50 DNS_LOST DNS_CPU
+for k in pin1 free1 freeN; do
+	DNS_R[$k]=skip DNS_P50[$k]=- DNS_LOST[$k]=- DNS_CPU[$k]="- - -"
+done
 # Best of REPS (the stub and the relay start afresh each run).
 stub_best() {
-	local key=$1 out=$2 r p l i
+	local key=$1 out=$2 r p l cs ce cc i
 
 	for i in $(seq 1 "$REPS"); do
-		read -r r p l <<<"$(stub_run "$out")"
+		read -r r p l cs ce cc <<<"$(stub_run "$out")"
 		if [[ $r =~ ^[0-9.]+$ ]] && { ! [[ ${DNS_R[$key]} =~ ^[0-9.]+$ ]] ||
 		    awk -v a="$r" -v b="${DNS_R[$key]}" 'BEGIN { exit !(a + 0 > b + 0) }'; }; then
-			DNS_R[$key]=$r DNS_P50[$key]=$p DNS_LOST[$key]=$l
+			DNS_R[$key]=$r DNS_P50[$key]=$p DNS_LOST[$key]=$l DNS_CPU[$key]="$cs $ce $cc"
 		elif ! [[ ${DNS_R[$key]} =~ ^[0-9.]+$ ]]; then
 			DNS_R[$key]=$r
 		fi
@@ -419,6 +451,8 @@ else
 	echo "  bulk: $BULK down, best of $ROUNDS; setups: $SEQ sequential, $PAR $CONC-way," \
 	    "best of $REPS; nothing pinned; paths in turn"
 fi
+echo "  net.ipv4.tcp_tw_reuse $TW_REUSE in the namespace (BENCH_TW_REUSE; the default of a" \
+    "fresh namespace is 2)"
 echo "  CPU: egress-relay + egressd time (/proc/PID/stat) per setup over all setups runs"
 echo
 printf '%-12s %9s %9s %9s %9s %9s\n' "" bulk bulk setups/s setups/s "CPU us"
@@ -446,13 +480,22 @@ printf '%-44s %7s\n' "CPU      transparent/proxied per setup" \
 echo
 echo "stub resolver (egress-launch's, 127.0.0.53:53 -> egressd), UDP A queries for $NAME," \
     "$DNSN per run, best of $REPS:"
-printf '  %-40s %9s q/s  p50 %5s us  lost %s\n' \
-    "one client, 1 outstanding ($ONE)" "${DNS_R[pin1]}" "${DNS_P50[pin1]}" "${DNS_LOST[pin1]}"
-printf '  %-40s %9s q/s  p50 %5s us  lost %s\n' \
-    "one client, 1 outstanding (free)" "${DNS_R[free1]}" "${DNS_P50[free1]}" "${DNS_LOST[free1]}"
-printf '  %-40s %9s q/s  p50 %5s us  lost %s\n' \
-    "one client, $DNSOUT outstanding, $DNSOUT ports (free)" "${DNS_R[freeN]}" \
-    "${DNS_P50[freeN]}" "${DNS_LOST[freeN]}"
+printf '  %-41s %9s %7s %5s  %s\n' "" "q/s" "p50 us" lost \
+    "CPU us per query: stub + egressd + client = sum (one-CPU capacity)"
+for k in pin1 free1 freeN; do
+	case $k in
+	pin1) label="one client, 1 outstanding ($ONE)" ;;
+	free1) label="one client, 1 outstanding (free)" ;;
+	freeN) label="one client, $DNSOUT outstanding, $DNSOUT ports (free)" ;;
+	esac
+	[ "$k" = pin1 ] && [ "$PIN" != 1 ] && continue
+	# shellcheck disable=SC2086 # three numbers
+	printf '  %-41s %9s %7s %5s  %s\n' "$label" "${DNS_R[$k]}" "${DNS_P50[$k]}" \
+	    "${DNS_LOST[$k]}" "$(set -- ${DNS_CPU[$k]}; awk -v s="$1" -v e="$2" -v c="$3" 'BEGIN {
+		if (s !~ /^[0-9.]+$/ || e !~ /^[0-9.]+$/ || c !~ /^[0-9.]+$/) { print "-"; exit }
+		t = s + e + c
+		printf "%s + %s + %s = %.1f (%.0f q/s)", s, e, c, t, (t > 0 ? 1e6 / t : 0) }')"
+done
 if [ "$PIN" = 1 ]; then k=pin1; else k=free1; fi
 printf '%-44s %7s  (target >= 20000)  %s\n' "stub     q/s, 1 outstanding ($ONE)" "${DNS_R[$k]}" \
     "$(verdict "${DNS_R[$k]}" 20000)"
