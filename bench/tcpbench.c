@@ -6,6 +6,16 @@
  *   tcpbench bulk   -p PATH [-t TARGET] [-n BYTES] [-r ROUNDS] [-d down|up] [-T SECONDS]
  *   tcpbench setups -p PATH [-t TARGET] [-n COUNT] [-c CONCURRENCY] [-T SECONDS] [-P FILE]
  *   tcpbench idle   -p PATH [-t TARGET] [-n COUNT] [-c CONCURRENCY] [-T SECONDS] [-H SECONDS]
+ *   tcpbench ask    -u FILE -q NAME              prints the A answer of egressd's EGR1 DNS
+ *                                                question verb (docs/native.md) for NAME
+ *   tcpbench dns    -s IPV4:PORT -q NAME [-n COUNT] [-c OUTSTANDING] [-W MS] [-T SECONDS]
+ *                                                UDP A queries for NAME to a DNS server:
+ *                                                OUTSTANDING sockets (distinct source
+ *                                                ports), one query out on each at a time;
+ *                                                an answer must be NOERROR with one A
+ *                                                record, or the run fails; a query with no
+ *                                                answer within -W ms is sent again (a new
+ *                                                id) and counted as lost
  *
  * PATH says how the upstream is reached:
  *   tcp:IPV4:PORT          plain TCP: the upstream itself, or a TCP proxy (socat, haproxy)
@@ -69,6 +79,10 @@
 #define TB_SERVE_ACCEPTS 64               /* accepts per wakeup of the listener */
 #define TB_SERVE_WRITES 16                /* bulk reads or writes per wakeup of one conn */
 #define TB_FREEPORT_MAX 64
+#define TB_DNS_MAX_OUT 256                /* dns: sockets, one query outstanding on each */
+#define TB_DNS_MAX_QUERIES 100000000ULL   /* dns: answers in one run */
+#define TB_DNS_NAME_MAX 253               /* a name in text form */
+#define TB_DNS_MSG_MAX 512                /* a query we send, an answer we accept */
 
 static const char *tb_mode = "tcpbench";
 
@@ -97,6 +111,9 @@ tb_usage(void)
 	    "[-T SECONDS]\n"
 	    "       tcpbench idle -p PATH [-t TARGET] [-n COUNT] [-c CONCURRENCY] "
 	    "[-T SECONDS] [-H SECONDS]\n"
+	    "       tcpbench ask -u FILE -q NAME\n"
+	    "       tcpbench dns -s IPV4:PORT -q NAME [-n COUNT] [-c OUTSTANDING] [-W MS] "
+	    "[-T SECONDS]\n"
 	    "PATH: tcp:IPV4:PORT http:IPV4:PORT socks5:IPV4:PORT unix-http:FILE "
 	    "unix-socks5:FILE\n");
 	exit(2);
@@ -1425,6 +1442,237 @@ tb_serve(int argc, char **argv)
 	return 0;
 }
 
+/* --- ask and dns ------------------------------------------------------------------- */
+
+/* The wire form of NAME (text, labels joined by '.'): its length, or 0 when not a name. */
+static size_t
+tb_dns_wire_name(const char *name, uint8_t *out)
+{
+	size_t len = strlen(name), o = 0;
+	const char *p = name;
+
+	if (len == 0 || len > TB_DNS_NAME_MAX)
+		return 0;
+	while (*p != '\0') {
+		const char *dot = strchr(p, '.');
+		size_t l = dot ? (size_t)(dot - p) : strlen(p);
+
+		if (l == 0 || l > 63)
+			return 0;
+		out[o++] = (uint8_t)l;
+		memcpy(out + o, p, l);
+		o += l;
+		p += l;
+		if (*p == '.')
+			p++;
+	}
+	out[o++] = 0;
+	return o;
+}
+
+/* EGR1 DNS question verb over the principal socket: prints the A record's address. */
+static int
+tb_ask(int argc, char **argv)
+{
+	const char *sock = NULL, *name = NULL;
+	struct sockaddr_un sun;
+	uint8_t req[9 + TB_DNS_NAME_MAX], ans[18];
+	size_t nl, got = 0;
+	double deadline = tb_now() + 10;
+	char addr[INET_ADDRSTRLEN];
+	int ch, fd;
+
+	while ((ch = getopt(argc, argv, "u:q:")) != -1) {
+		switch (ch) {
+		case 'u': sock = optarg; break;
+		case 'q': name = optarg; break;
+		default: tb_usage();
+		}
+	}
+	if (sock == NULL || name == NULL || optind != argc)
+		tb_usage();
+	nl = strlen(name);
+	if (nl == 0 || nl > TB_DNS_NAME_MAX || strlen(sock) >= sizeof(sun.sun_path))
+		tb_die("name or socket path too long");
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	memcpy(sun.sun_path, sock, strlen(sock) + 1);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1)
+		tb_die("%s: %s", sock, strerror(errno));
+	memcpy(req, "EGR1\1\1\0\1", 8);         /* version 1, verb 1, qtype A */
+	req[8] = (uint8_t)nl;
+	memcpy(req + 9, name, nl);
+	tb_send_all(fd, req, 9 + nl, deadline, "the question");
+	while (got < sizeof(ans)) {
+		size_t n = tb_recv_some(fd, ans + got, sizeof(ans) - got, deadline, "the answer");
+
+		if (n == 0)
+			tb_die("EOF after %zu of 18 bytes", got);
+		got += n;
+	}
+	close(fd);
+	if (memcmp(ans, "EGR1\0\0\0\0", 8) != 0 || ans[8] != 0 || ans[9] != 1)
+		tb_die("%s: refused (rcode %u, count %u)", name, ans[8], ans[9]);
+	inet_ntop(AF_INET, ans + 14, addr, sizeof(addr));
+	printf("%s\n", addr);
+	return 0;
+}
+
+struct tb_dns_sock {
+	int fd;
+	uint16_t id;                 /* of the query out */
+	double sent;                 /* when it was sent (first time: latency from here) */
+	double resent;               /* when it was last sent (the -W timer) */
+};
+
+static uint8_t tb_dns_query[TB_DNS_MSG_MAX];
+static size_t tb_dns_qlen;
+
+static void
+tb_dns_send(struct tb_dns_sock *d, uint16_t id, double now)
+{
+	d->id = id;
+	tb_dns_query[0] = (uint8_t)(id >> 8);
+	tb_dns_query[1] = (uint8_t)id;
+	d->resent = now;
+	/* A full socket buffer loses the query as the network would: -W sends it again. */
+	if (send(d->fd, tb_dns_query, tb_dns_qlen, MSG_DONTWAIT) < 0 && errno != EAGAIN &&
+	    errno != EWOULDBLOCK && errno != ECONNREFUSED)
+		tb_die("send: %s", strerror(errno));
+}
+
+static int
+tb_dns(int argc, char **argv)
+{
+	const char *server = NULL, *name = NULL;
+	uint64_t count = 100000, out = 1, done = 0, started = 0, lost = 0, stale = 0;
+	double seconds = 60, wait_ms = 1000, t0, dt, deadline, *lat;
+	struct tb_dns_sock socks[TB_DNS_MAX_OUT];
+	struct epoll_event evs[TB_DNS_MAX_OUT];
+	struct sockaddr_in sin;
+	struct rusage ru;
+	uint8_t buf[TB_DNS_MSG_MAX];
+	uint16_t next_id = 1;
+	double cpu;
+	size_t wl;
+	int ch, ep;
+
+	while ((ch = getopt(argc, argv, "s:q:n:c:W:T:")) != -1) {
+		switch (ch) {
+		case 's': server = optarg; break;
+		case 'q': name = optarg; break;
+		case 'n': count = tb_number("-n", optarg, 1, TB_DNS_MAX_QUERIES, true); break;
+		case 'c': out = tb_number("-c", optarg, 1, TB_DNS_MAX_OUT, false); break;
+		case 'W': wait_ms = (double)tb_number("-W", optarg, 1, 60000, false); break;
+		case 'T': seconds = tb_seconds("-T", optarg); break;
+		default: tb_usage();
+		}
+	}
+	if (server == NULL || name == NULL || optind != argc)
+		tb_usage();
+	if (tb_parse_ipv4_port(server, &sin) == -1)
+		tb_die("-s: want IPV4:PORT");
+	if (out > count)
+		out = count;
+	/* The query: id, RD, one question (NAME, A, IN); no EDNS. */
+	memcpy(tb_dns_query, "\0\0\1\0\0\1\0\0\0\0\0\0", 12);
+	if ((wl = tb_dns_wire_name(name, tb_dns_query + 12)) == 0)
+		tb_die("-q: not a name: %s", name);
+	memcpy(tb_dns_query + 12 + wl, "\0\1\0\1", 4);
+	tb_dns_qlen = 12 + wl + 4;
+	if ((lat = calloc((size_t)count, sizeof(*lat))) == NULL)
+		tb_die("out of memory");
+	if ((ep = epoll_create1(EPOLL_CLOEXEC)) == -1)
+		tb_die("epoll_create1: %s", strerror(errno));
+	for (uint64_t i = 0; i < out; i++) {
+		struct epoll_event e = { .events = EPOLLIN, .data.u64 = i };
+
+		/* A connected socket each: its own source port, answers from the server only. */
+		if ((socks[i].fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    0)) == -1 || connect(socks[i].fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+		    epoll_ctl(ep, EPOLL_CTL_ADD, socks[i].fd, &e) == -1)
+			tb_die("socket: %s", strerror(errno));
+	}
+	t0 = tb_now();
+	deadline = t0 + seconds;
+	for (uint64_t i = 0; i < out; i++) {
+		socks[i].sent = t0;
+		tb_dns_send(&socks[i], next_id++, t0);
+		started++;
+	}
+	while (done < count) {
+		double now = tb_now();
+		int n;
+
+		if (now >= deadline)
+			tb_die("deadline passed after %" PRIu64 " of %" PRIu64 " answers", done,
+			    count);
+		n = epoll_wait(ep, evs, (int)out, tb_wait_ms(deadline, (int)wait_ms));
+		if (n < 0 && errno != EINTR)
+			tb_die("epoll_wait: %s", strerror(errno));
+		now = tb_now();
+		for (int k = 0; k < n; k++) {
+			struct tb_dns_sock *d = &socks[evs[k].data.u64];
+			ssize_t r;
+
+			while ((r = recv(d->fd, buf, sizeof(buf), MSG_DONTWAIT)) >= 0) {
+				uint16_t id = (uint16_t)(buf[0] << 8 | buf[1]);
+
+				if (r < 12 || !(buf[2] & 0x80))
+					tb_die("a reply that is not a DNS response (%zd bytes)", r);
+				if (id != d->id) {
+					stale++;         /* the answer to a query sent again */
+					continue;
+				}
+				if ((buf[3] & 0x0f) != 0 || buf[6] != 0 || buf[7] != 1)
+					tb_die("answer %" PRIu64 ": rcode %u, %u answers (want NOERROR, "
+					    "one A)", done, buf[3] & 0x0f, buf[6] << 8 | buf[7]);
+				lat[done++] = now - d->sent;
+				if (started < count) {
+					d->sent = now;
+					tb_dns_send(d, next_id++, now);
+					started++;
+				} else {
+					d->id = 0;       /* id 0 is never sent: nothing out here */
+				}
+				if (done == count)
+					break;
+			}
+			if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+			    errno != ECONNREFUSED)
+				tb_die("recv: %s", strerror(errno));
+		}
+		/* Lost ones: bounded by out sockets per wakeup. */
+		for (uint64_t i = 0; i < out; i++)
+			if (socks[i].id != 0 && (now - socks[i].resent) * 1000.0 >= wait_ms) {
+				lost++;
+				if (next_id == 0)
+					next_id = 1;
+				tb_dns_send(&socks[i], next_id++, now);
+			}
+		if (next_id == 0)
+			next_id = 1;
+	}
+	dt = tb_now() - t0;
+	/* The client's own CPU per answer: what it adds to a chain sharing one CPU. */
+	if (getrusage(RUSAGE_SELF, &ru) == -1)
+		tb_die("getrusage: %s", strerror(errno));
+	cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+	    (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+	qsort(lat, (size_t)count, sizeof(*lat), tb_cmp_double);
+	printf("dns server=%s name=%s outstanding=%" PRIu64 " n=%" PRIu64 " seconds=%.3f "
+	    "per_s=%.1f p50_us=%.0f p99_us=%.0f lost=%" PRIu64 " stale=%" PRIu64
+	    " cpu_us_per_q=%.1f\n", server, name, out, count, dt, (double)count / dt,
+	    lat[count / 2] * 1e6, lat[count * 99 / 100] * 1e6, lost, stale,
+	    cpu / (double)count);
+	for (uint64_t i = 0; i < out; i++)
+		close(socks[i].fd);
+	close(ep);
+	free(lat);
+	return 0;
+}
+
 /* --- freeport ----------------------------------------------------------------------- */
 
 /* Ports bound together, so that they differ; closed before the caller binds them. */
@@ -1473,5 +1721,9 @@ main(int argc, char **argv)
 		return tb_setups(argc - 1, argv + 1);
 	if (strcmp(argv[1], "idle") == 0)
 		return tb_idle(argc - 1, argv + 1);
+	if (strcmp(argv[1], "ask") == 0)
+		return tb_ask(argc - 1, argv + 1);
+	if (strcmp(argv[1], "dns") == 0)
+		return tb_dns(argc - 1, argv + 1);
 	tb_usage();
 }

@@ -68,16 +68,20 @@ int
 egress_pin_connect(const struct egress_pin *pin)
 {
 	struct sockaddr_un sun;
-	int fd, fl;
+	int fd;
 
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
 	memcpy(sun.sun_path, pin->path, strlen(pin->path));
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
 		return -1;
-	/* Blocking connect on a local socket: it either completes or fails at once. */
+	/*
+	 * Blocking connect on a local socket: it either completes or fails at once. A fresh
+	 * socket has no status flag F_SETFL could change but O_NONBLOCK, so one call sets it
+	 * (no F_GETFL first: a syscall fewer per relayed connection and per DNS question).
+	 */
 	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
-	    (fl = fcntl(fd, F_GETFL)) == -1 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) == -1) {
+	    fcntl(fd, F_SETFL, O_NONBLOCK) == -1) {
 		int e = errno;
 
 		close(fd);
