@@ -107,6 +107,25 @@ write_proc(pid_t pid, const char *file, const char *text)
 	return rc;
 }
 
+/* Writes value to /proc/sys/net/ipv4/name, of the current network namespace. */
+static int
+netns_sysctl(const char *name, const char *value, char *err, size_t errlen)
+{
+	char path[96];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv4/%s", name);
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1 ||
+	    write(fd, value, strlen(value)) != (ssize_t)strlen(value)) {
+		snprintf(err, errlen, "%s in the sandbox: %s", name, strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 /*
  * The sandbox's network namespace, made here rather than by bwrap's --unshare-net: bwrap
  * runs the workload (egress-launch first) in a user namespace nested below the one that
@@ -147,15 +166,16 @@ userns_netns(bool own_userns, int low_port, unsigned transparent_port, char *err
 		}
 	}
 	snprintf(port, sizeof(port), "%d", low_port);
-	if ((fd = open("/proc/sys/net/ipv4/ip_unprivileged_port_start", O_WRONLY |
-	    O_CLOEXEC)) == -1 || write(fd, port, strlen(port)) != (ssize_t)strlen(port)) {
-		snprintf(err, errlen, "ip_unprivileged_port_start in the sandbox: %s",
-		    strerror(errno));
-		if (fd != -1)
-			close(fd);
+	if (netns_sysctl("ip_unprivileged_port_start", port, err, errlen) == -1)
 		return -1;
-	}
-	close(fd);
+	/*
+	 * A fresh namespace has tcp_tw_reuse 2 (loopback only). Transparent connections
+	 * leave from non-loopback addresses, so a workload opening some 500 connections a
+	 * second to one destination ran out of ports in TIME_WAIT (bench/README.md); 1
+	 * reuses them where TCP timestamps make it safe, as a host would be tuned.
+	 */
+	if (transparent_port != 0 && netns_sysctl("tcp_tw_reuse", "1", err, errlen) == -1)
+		return -1;
 	memset(&ifr, 0, sizeof(ifr));
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
 	if ((fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1 ||
