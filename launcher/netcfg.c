@@ -103,7 +103,8 @@ netcfg_transparent(unsigned port, char *err, size_t errlen)
 		return -1;
 	}
 	if ((rc = netcfg_local_default()) != 0) {
-		snprintf(err, errlen, "the sandbox's local default route: %s", strerror(-rc));
+		snprintf(err, errlen, "the sandbox's local default route: %s (--no-dns runs "
+		    "without transparent connections)", strerror(-rc));
 		return -1;
 	}
 	snprintf(rules, sizeof(rules),
@@ -123,7 +124,8 @@ netcfg_transparent(unsigned port, char *err, size_t errlen)
 		const char *msg = nft_ctx_get_error_buffer(nft);
 		size_t len = msg ? strcspn(msg, "\n") : 0;
 
-		snprintf(err, errlen, "the sandbox's nftables redirect: %.*s", (int)len,
+		snprintf(err, errlen, "the sandbox's nftables redirect: %.*s (the kernel needs "
+		    "nf_tables with NAT; --no-dns runs without transparent connections)", (int)len,
 		    len ? msg : "refused");
 		nft_ctx_free(nft);
 		return -1;
