@@ -371,7 +371,7 @@ ctl_idle_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 void
-control_lease_lost(struct ctl_client *cl, struct principal *p)
+ctl_lease_lost(struct ctl_client *cl, struct principal *p)
 {
 	for (size_t i = 0; i < cl->nleased; i++)
 		if (cl->leased[i] == p) {
@@ -574,7 +574,7 @@ ctl_listen(const char *path, mode_t mode, gid_t gid, bool set_group)
 }
 
 int
-control_init(struct event_base *base, const char *path)
+ctl_init(struct event_base *base, const char *path)
 {
 	const struct conf *conf = egressd_conf;
 
@@ -616,7 +616,7 @@ control_init(struct event_base *base, const char *path)
 }
 
 void
-control_shutdown(void)
+ctl_shutdown(void)
 {
 	struct ctl_client *cl;
 

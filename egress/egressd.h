@@ -297,10 +297,10 @@ bool metrics_is_own(const struct addr *a, uint16_t port);
 
 /* --- control.c -------------------------------------------------------------------- */
 
-int control_init(struct event_base *base, const char *path);
-void control_shutdown(void);
+int ctl_init(struct event_base *base, const char *path);
+void ctl_shutdown(void);
 /* A lease holder went away: called by principal_remove to detach. */
-void control_lease_lost(struct ctl_client *cl, struct principal *p);
+void ctl_lease_lost(struct ctl_client *cl, struct principal *p);
 
 /* --- egressd.c -------------------------------------------------------------------- */
 
