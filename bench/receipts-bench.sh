@@ -14,7 +14,7 @@ set -eu
 BUILD=${1:-.}
 N=${2:-1000000}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
-CTL=$BUILD/egressctl
+CTL=$BUILD/egressctl/egressctl
 [ -x "$CTL" ] || { echo "receipts-bench: $CTL is not built" >&2; exit 1; }
 DIR=$(mktemp -d "${TMPDIR:-/tmp}/receipts-bench.XXXXXX")
 trap 'rm -rf "$DIR"' EXIT

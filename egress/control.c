@@ -1,15 +1,8 @@
 /*
  * control.c: the control socket. AF_UNIX stream, mode 0600, owned by egressd's user:
  * only root (or egressd's own user) reaches it, and SO_PEERCRED is checked again. One
- * JSON object per line each way (jansson reads them; nothing is parsed by hand):
- *
- *   {"verb":"status"}
- *   {"verb":"principal-add","name":N,"policy":FILE,"owner":"UID:GID","peer_uid":U,"lease":B}
- *   {"verb":"principal-remove","name":N}
- *   {"verb":"principal-list"}
- *   {"verb":"metrics"}                        -> {"ok":true,"text":"<Prometheus text>"}
- *   {"verb":"lease","policy":NAME}            (also on the lease socket)
- *   {"verb":"summary"[,"name":N]}             a lease's destinations (also on the lease socket)
+ * JSON object per line each way, the verbs and framing of proto/control.h (jansson reads
+ * them; nothing is parsed by hand).
  *
  * Answers are {"ok":true,...} or {"ok":false,"error":"..."}. A lease principal lives as
  * long as the control connection that created it.
@@ -39,6 +32,7 @@
 #include <jansson.h>
 #include <openssl/rand.h>
 
+#include "control.h"
 #include "egressd.h"
 
 #define CTL_OUT_MAX (256 * 1024)    /* replies queued to one client before it must read */
@@ -66,20 +60,19 @@ static struct egress_accept_pause ctl_pause = { .listen = ctl_listen_onoff };
 static void
 ctl_reply(struct ctl_client *cl, json_t *o)
 {
-	char *s = json_dumps(o, JSON_COMPACT);
+	size_t len;
+	char *s = ctlproto_encode(o, &len);
 
 	if (s != NULL) {
-		bufferevent_write(cl->bev, s, strlen(s));
-		bufferevent_write(cl->bev, "\n", 1);
+		bufferevent_write(cl->bev, s, len);
 		free(s);
 	}
-	json_decref(o);
 }
 
 static void
 ctl_error(struct ctl_client *cl, const char *msg)
 {
-	ctl_reply(cl, json_pack("{s:b,s:s}", "ok", 0, "error", msg));
+	ctl_reply(cl, ctlproto_error(msg));
 }
 
 /*
@@ -287,25 +280,21 @@ ctl_summary(struct ctl_client *cl, json_t *req)
 static void
 ctl_dispatch(struct ctl_client *cl, const char *line, size_t len)
 {
-	json_error_t jerr;
-	json_t *req = json_loadb(line, len, 0, &jerr);
-	const char *verb;
+	enum ctlproto_verb verb;
+	const char *why;
+	json_t *req = ctlproto_decode_request(line, len, &verb, &why);
 
-	if (req == NULL || !json_is_object(req)) {
-		ctl_error(cl, "a request is one JSON object per line");
-		json_decref(req);
+	if (req == NULL) {
+		ctl_error(cl, why);
 		return;
 	}
-	verb = json_string_value(json_object_get(req, "verb"));
-	if (verb == NULL)
-		ctl_error(cl, "no verb");
-	else if (strcmp(verb, "lease") == 0)
+	if (verb == CTLPROTO_LEASE)
 		ctl_lease(cl, req);
-	else if (strcmp(verb, "summary") == 0)
+	else if (verb == CTLPROTO_SUMMARY)
 		ctl_summary(cl, req);
-	else if (cl->lease_only)
+	else if (cl->lease_only && !ctlproto_lease_socket(verb))
 		ctl_error(cl, "the lease socket serves the lease and summary verbs only");
-	else if (strcmp(verb, "status") == 0) {
+	else if (verb == CTLPROTO_STATUS) {
 		struct principal *p;
 		int n = 0;
 
@@ -316,15 +305,15 @@ ctl_dispatch(struct ctl_client *cl, const char *line, size_t len)
 		    (json_int_t)(time(NULL) - egressd_started), "principals", n, "connections",
 		    (int)conn_count(), "receipts", egressd_conf->receipts, "receipt_seq",
 		    (json_int_t)receipt_seq(), "stopping", egressd_stopping));
-	} else if (strcmp(verb, "metrics") == 0) {
+	} else if (verb == CTLPROTO_METRICS) {
 		size_t tlen;
 		char *text = metrics_text(&tlen);
 
 		ctl_reply(cl, json_pack("{s:b,s:s%}", "ok", 1, "text", text, tlen));
 		free(text);
-	} else if (strcmp(verb, "principal-add") == 0)
+	} else if (verb == CTLPROTO_PRINCIPAL_ADD)
 		ctl_principal_add(cl, req);
-	else if (strcmp(verb, "principal-remove") == 0) {
+	else if (verb == CTLPROTO_PRINCIPAL_REMOVE) {
 		const char *name = json_string_value(json_object_get(req, "name"));
 		struct principal *p = name ? principal_find(name) : NULL;
 
@@ -334,7 +323,7 @@ ctl_dispatch(struct ctl_client *cl, const char *line, size_t len)
 			principal_remove(p, "egressctl");
 			ctl_reply(cl, json_pack("{s:b}", "ok", 1));
 		}
-	} else if (strcmp(verb, "principal-list") == 0) {
+	} else if (verb == CTLPROTO_PRINCIPAL_LIST) {
 		json_t *arr = json_array();
 		struct principal *p;
 
@@ -382,7 +371,7 @@ ctl_idle_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 void
-control_lease_lost(struct ctl_client *cl, struct principal *p)
+ctl_lease_lost(struct ctl_client *cl, struct principal *p)
 {
 	for (size_t i = 0; i < cl->nleased; i++)
 		if (cl->leased[i] == p) {
@@ -415,7 +404,7 @@ ctl_read_cb(struct bufferevent *bev, void *arg)
 		bufferevent_disable(bev, EV_READ);
 		return;
 	}
-	if (evbuffer_get_length(in) > EGRESSD_CTL_LINE_MAX) {
+	if (evbuffer_get_length(in) > CTLPROTO_REQUEST_MAX) {
 		ctl_error(cl, "request too long");
 		ctl_client_free(cl);
 	}
@@ -530,7 +519,7 @@ ctl_accept_cb(evutil_socket_t lfd, short what, void *arg)
 	cl->gid = cred.gid;
 	cl->bev = bufferevent_socket_new(egressd_base, fd, BEV_OPT_CLOSE_ON_FREE);
 	bufferevent_setcb(cl->bev, ctl_read_cb, ctl_write_cb, ctl_event_cb, cl);
-	bufferevent_setwatermark(cl->bev, EV_READ, 0, EGRESSD_CTL_LINE_MAX + 1);
+	bufferevent_setwatermark(cl->bev, EV_READ, 0, CTLPROTO_REQUEST_MAX + 1);
 	bufferevent_enable(cl->bev, EV_READ | EV_WRITE);
 	TAILQ_INSERT_TAIL(&ctl_clients, cl, entry);
 	if (lease_only) {
@@ -585,7 +574,7 @@ ctl_listen(const char *path, mode_t mode, gid_t gid, bool set_group)
 }
 
 int
-control_init(struct event_base *base, const char *path)
+ctl_init(struct event_base *base, const char *path)
 {
 	const struct conf *conf = egressd_conf;
 
@@ -627,7 +616,7 @@ control_init(struct event_base *base, const char *path)
 }
 
 void
-control_shutdown(void)
+ctl_shutdown(void)
 {
 	struct ctl_client *cl;
 

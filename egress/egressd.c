@@ -454,7 +454,7 @@ main(int argc, char **argv)
 	if (egressd_runtime_dir(conf_current->runtime_dir) == -1 ||
 	    receipt_open(conf_current->receipts, conf_current->receipt_key, egressd_base) == -1 ||
 	    dns_init(egressd_base, conf_current) == -1 ||
-	    control_init(egressd_base, conf_current->control) == -1)
+	    ctl_init(egressd_base, conf_current->control) == -1)
 		return 1;
 	if (conf_current->syslog)
 		receipt_syslog(true);
@@ -497,7 +497,7 @@ main(int argc, char **argv)
 	/* Stop: remaining principals and their tunnels get shutdown receipts. */
 	while (!TAILQ_EMPTY(&principals))
 		principal_remove(TAILQ_FIRST(&principals), "shutdown");
-	control_shutdown();
+	ctl_shutdown();
 	metrics_shutdown();
 	dns_shutdown();
 	receipt_close();

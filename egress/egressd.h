@@ -17,6 +17,7 @@
 
 #include "common.h"
 #include "policy.h"
+#include "receipt.h"
 #include "proto.h"
 #include "synth.h"
 
@@ -30,7 +31,6 @@
 #define EGRESSD_RELAY_BUF (64 * 1024) /* per direction; the reader pauses beyond it */
 #define EGRESSD_CONNECT_STAGGER_MS 250 /* RFC 8305 connection attempt delay */
 #define EGRESSD_GRACE_DEFAULT 5      /* seconds of drain on SIGTERM */
-#define EGRESSD_CTL_LINE_MAX 8192    /* one control request */
 /*
  * Control connections. The control socket (root) and the lease socket (the lease group)
  * draw on separate slots, so that no member of the group can lock root out; on the lease
@@ -114,29 +114,7 @@ bool conf_inside(const char *dir, const char *path);
 
 /* --- receipt.c -------------------------------------------------------------------- */
 
-enum receipt_event { RECEIPT_OPEN, RECEIPT_CLOSE, RECEIPT_DENY, RECEIPT_REPAIR, RECEIPT_CHECKPOINT };
-
-struct receipt {
-	enum receipt_event event;
-	const char *id;
-	const char *principal;
-	const char *policy;          /* digest */
-	const char *frontend;        /* NULL before the first byte chose one */
-	const char *host;            /* canonical host, or NULL */
-	const uint8_t *raw;          /* non-canonical host bytes (hex encoded) */
-	size_t raw_len;
-	int port;                    /* -1: none */
-	const char *addr;
-	const char *sni;
-	enum egress_reason reason;
-	const char *close;           /* close cause */
-	int64_t bytes_up, bytes_down; /* -1: none */
-	int64_t duration_ms;          /* -1: none */
-	unsigned count;               /* > 1 only for collapsed denials */
-	const char *detail;           /* repair: what was repaired; checkpoint: "shutdown" */
-	const char *head;             /* checkpoint: hash of the line before it */
-	const char *sig;              /* checkpoint: "ed25519:<hex>" */
-};
+/* The line itself (layout, chain, MAC, checkpoint): proto/receipt.h. */
 
 /* Opens (creates 0600) the file, repairs a torn tail, closes opens left by a crash. */
 int receipt_open(const char *path, const char *keyfile, struct event_base *base);
@@ -319,10 +297,10 @@ bool metrics_is_own(const struct addr *a, uint16_t port);
 
 /* --- control.c -------------------------------------------------------------------- */
 
-int control_init(struct event_base *base, const char *path);
-void control_shutdown(void);
+int ctl_init(struct event_base *base, const char *path);
+void ctl_shutdown(void);
 /* A lease holder went away: called by principal_remove to detach. */
-void control_lease_lost(struct ctl_client *cl, struct principal *p);
+void ctl_lease_lost(struct ctl_client *cl, struct principal *p);
 
 /* --- egressd.c -------------------------------------------------------------------- */
 

@@ -166,7 +166,7 @@ principal_remove(struct principal *p, const char *why)
 	synth_free(p->synth);
 	p->synth = NULL;
 	if (p->lease != NULL)
-		control_lease_lost(p->lease, p);
+		ctl_lease_lost(p->lease, p);
 	principal_deny_flush(p);
 	if (p->deny_flush != NULL)
 		event_free(p->deny_flush);

@@ -1,5 +1,7 @@
 /*
- * receipt.c: the receipt log. JSON Lines, appended, hash-chained and MACed:
+ * receipt.c: egressd's receipt log: the file, its recovery, fsync batching, rotation,
+ * syslog and the checkpoint timer. The line itself (layout, chain, MAC and checkpoint
+ * contexts) is proto/receipt.c's; this file only keeps the chain's state:
  *
  *   prev = "sha256:" + SHA-256 of the previous line (without its newline), 64 zeros first
  *   mac  = HMAC-SHA256(receipt key, "egress-receipt-1\0" + the line up to ',"mac"')
@@ -7,14 +9,15 @@
  * Each record reaches the kernel (write(2)) before the connection takes its next step, so
  * a crash of egressd loses none; fsync is batched on a one-second timer. On start the file
  * is read once: a torn last line gets a repair record, and every open without a close gets
- * a close with close:"daemon-restart". The member order is fixed (docs/receipts.md).
+ * a close with close:"daemon-restart". Trusts its own file only as far as needed to go on
+ * with the chain (egressctl receipts verify judges it). The member order is fixed
+ * (docs/receipts.md).
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,16 +30,12 @@
 
 #include "egressd.h"
 
-#define RECEIPT_LINE_MAX 4096        /* a record never exceeds this */
-#define RECEIPT_MAC_CONTEXT "egress-receipt-1"
-
 static int receipt_fd = -1;
 static char *receipt_path;
 static struct egress_key receipt_key;
 static bool receipt_has_key;
 static uint64_t receipt_next_seq = 1;
-static char receipt_prev[EGRESS_DIGEST_STRLEN] =
-    "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+static char receipt_prev[RCPT_HASH_STRLEN] = RCPT_PREV_ZERO;
 static struct event *receipt_sync_ev;
 static bool receipt_dirty;
 static bool receipt_to_syslog;
@@ -99,15 +98,6 @@ receipt_syslog(bool on)
 	receipt_to_syslog = on;
 }
 
-static const char *const receipt_events[] = {
-	[RECEIPT_OPEN] = "open",
-	[RECEIPT_CLOSE] = "close",
-	[RECEIPT_DENY] = "deny",
-	[RECEIPT_REPAIR] = "repair",
-	[RECEIPT_CHECKPOINT] = "checkpoint",
-};
-
-#define RECEIPT_CHECKPOINT_CONTEXT "egress-checkpoint-1"  /* signed with its NUL */
 static void *receipt_signer;             /* Ed25519 private key, or NULL */
 static uint64_t receipt_signed_seq;      /* seq of the last checkpoint */
 static struct event *receipt_ckpt_ev;
@@ -117,62 +107,6 @@ uint64_t
 receipt_seq(void)
 {
 	return receipt_next_seq - 1;
-}
-
-struct rbuf {
-	char s[RECEIPT_LINE_MAX];
-	size_t len;
-	bool overflow;
-};
-
-static void __attribute__((format(printf, 2, 3)))
-rb_printf(struct rbuf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (b->overflow)
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(b->s + b->len, sizeof(b->s) - b->len, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(b->s) - b->len)
-		b->overflow = true;
-	else
-		b->len += (size_t)n;
-}
-
-/* A JSON string member; bytes outside printable ASCII are escaped. */
-static void
-rb_str(struct rbuf *b, const char *key, const char *v)
-{
-	const unsigned char *p = (const unsigned char *)v;
-
-	rb_printf(b, ",\"%s\":\"", key);
-	while (*p != '\0' && !b->overflow) {
-		size_t run = 0;
-
-		/* Runs of plain bytes are copied as they are; only the rest is formatted. */
-		while (p[run] != '\0' && p[run] >= 0x20 && p[run] < 0x7f && p[run] != '"' &&
-		    p[run] != '\\')
-			run++;
-		if (run > 0) {
-			if (run >= sizeof(b->s) - b->len) {
-				b->overflow = true;
-				return;
-			}
-			memcpy(b->s + b->len, p, run);
-			b->len += run;
-			p += run;
-			continue;
-		}
-		if (*p == '"' || *p == '\\')
-			rb_printf(b, "\\%c", *p);
-		else
-			rb_printf(b, "\\u%04x", *p);
-		p++;
-	}
-	rb_printf(b, "\"");
 }
 
 static void
@@ -268,11 +202,10 @@ receipt_signing_key(const char *path)
 static void
 receipt_checkpoint(const char *detail)
 {
-	char head[EGRESS_DIGEST_STRLEN], msg[128], sig[8 + 2 * EGRESS_ED25519_SIGLEN + 1];
+	char head[RCPT_HASH_STRLEN], msg[RCPT_CHECKPOINT_MSG_MAX], sig[RCPT_SIG_STRLEN];
 	uint8_t raw[EGRESS_ED25519_SIGLEN];
-	size_t ctxlen = sizeof(RECEIPT_CHECKPOINT_CONTEXT);   /* with its NUL */
+	size_t msglen;
 	struct receipt r;
-	int n;
 
 	/*
 	 * A periodic checkpoint only when something was written since the last one; the
@@ -283,16 +216,12 @@ receipt_checkpoint(const char *detail)
 	    (detail == NULL && receipt_seq() == receipt_signed_seq))
 		return;
 	memcpy(head, receipt_prev, sizeof(head));
-	memcpy(msg, RECEIPT_CHECKPOINT_CONTEXT, ctxlen);
-	n = snprintf(msg + ctxlen, sizeof(msg) - ctxlen, "%llu%s",
-	    (unsigned long long)receipt_next_seq, head);
-	if (n < 0 || (size_t)n >= sizeof(msg) - ctxlen ||
-	    egress_ed25519_sign(receipt_signer, msg, ctxlen + (size_t)n, raw) == -1) {
+	if (rcpt_checkpoint_msg(receipt_next_seq, head, msg, &msglen) == -1 ||
+	    egress_ed25519_sign(receipt_signer, msg, msglen, raw) == -1) {
 		log_error("event=checkpoint error=\"signing failed\"");
 		return;
 	}
-	memcpy(sig, "ed25519:", 8);
-	egress_hex(raw, sizeof(raw), sig + 8);
+	rcpt_sig_format(raw, sig);
 	memset(&r, 0, sizeof(r));
 	r.event = RECEIPT_CHECKPOINT;
 	r.port = -1;
@@ -307,85 +236,22 @@ receipt_checkpoint(const char *detail)
 int
 receipt_write(const struct receipt *r)
 {
-	struct rbuf b;
-	char now[32], hex[2 * EGRESS_HOST_INPUT_MAX + 1];
-	uint8_t md[EGRESS_SHA256_LEN];
+	struct rcpt_line b;
+	char now[32];
 
 	if (receipt_fd == -1)
 		return -1;
-	b.len = 0;
-	b.overflow = false;
 	receipt_now(now);
-	rb_printf(&b, "{\"seq\":%llu,\"prev\":\"%s\",\"event\":\"%s\"",
-	    (unsigned long long)receipt_next_seq, receipt_prev, receipt_events[r->event]);
-	if (r->id)
-		rb_str(&b, "id", r->id);
-	rb_str(&b, "time", now);
-	if (r->principal)
-		rb_str(&b, "principal", r->principal);
-	if (r->policy)
-		rb_str(&b, "policy", r->policy);
-	if (r->frontend)
-		rb_str(&b, "frontend", r->frontend);
-	if (r->host)
-		rb_str(&b, "host", r->host);
-	if (r->raw != NULL && r->raw_len > 0) {
-		size_t n = r->raw_len > EGRESS_HOST_INPUT_MAX ? EGRESS_HOST_INPUT_MAX : r->raw_len;
-
-		egress_hex(r->raw, n, hex);
-		rb_str(&b, "raw", hex);
-	}
-	if (r->port >= 0)
-		rb_printf(&b, ",\"port\":%d", r->port);
-	if (r->addr)
-		rb_str(&b, "addr", r->addr);
-	if (r->sni)
-		rb_str(&b, "sni", r->sni);
-	if (r->event != RECEIPT_REPAIR && r->event != RECEIPT_CHECKPOINT)
-		rb_str(&b, "reason", egress_reason_name(r->reason));
-	if (r->close)
-		rb_str(&b, "close", r->close);
-	if (r->detail)
-		rb_str(&b, "detail", r->detail);
-	if (r->head)
-		rb_str(&b, "head", r->head);
-	if (r->sig)
-		rb_str(&b, "sig", r->sig);
-	if (r->bytes_up >= 0)
-		rb_printf(&b, ",\"bytes_up\":%lld", (long long)r->bytes_up);
-	if (r->bytes_down >= 0)
-		rb_printf(&b, ",\"bytes_down\":%lld", (long long)r->bytes_down);
-	if (r->duration_ms >= 0)
-		rb_printf(&b, ",\"duration_ms\":%lld", (long long)r->duration_ms);
-	if (r->count > 1)
-		rb_printf(&b, ",\"count\":%u", r->count);
-	if (receipt_has_key) {
-		char mac[EGRESS_DIGEST_STRLEN];
-		size_t ctxlen = sizeof(RECEIPT_MAC_CONTEXT);   /* with its NUL */
-		uint8_t *msg = xmalloc(ctxlen + b.len);
-
-		memcpy(msg, RECEIPT_MAC_CONTEXT, ctxlen);
-		memcpy(msg + ctxlen, b.s, b.len);
-		egress_hmac_sha256(receipt_key.bytes, receipt_key.len, msg, ctxlen + b.len, md);
-		free(msg);
-		memcpy(mac, "hmac-sha256:", 12);
-		egress_hex(md, sizeof(md), mac + 12);
-		rb_printf(&b, ",\"mac\":\"%s\"", mac);
-	}
-	rb_printf(&b, "}");
-	if (b.overflow) {
+	if (rcpt_encode(&b, r, receipt_next_seq, receipt_prev, now,
+	    receipt_has_key ? &receipt_key : NULL) == -1) {
 		log_error("event=receipt-overflow id=%s", r->id ? r->id : "-");
 		return -1;
 	}
-	/* The chain covers the line without its newline. */
-	egress_sha256(b.s, b.len, md);
 	b.s[b.len++] = '\n';
-	if (receipt_append(b.s, b.len, r->event != RECEIPT_CHECKPOINT) == -1) {
-		b.len--;
+	if (receipt_append(b.s, b.len, r->event != RECEIPT_CHECKPOINT) == -1)
 		return -1;
-	}
-	memcpy(receipt_prev, "sha256:", 7);
-	egress_hex(md, sizeof(md), receipt_prev + 7);
+	/* The chain covers the line without its newline. */
+	rcpt_chain_hash(b.s, b.len - 1, receipt_prev);
 	receipt_next_seq++;
 	receipt_rotate_if_due();
 	if (receipt_to_syslog) {
@@ -416,7 +282,6 @@ receipt_recover(FILE *fp, json_t *opens, bool *torn, size_t *torn_len)
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
-	uint8_t md[EGRESS_SHA256_LEN];
 
 	*torn = false;
 	while ((n = getline(&line, &cap, fp)) > 0) {
@@ -430,9 +295,7 @@ receipt_recover(FILE *fp, json_t *opens, bool *torn, size_t *torn_len)
 			break;
 		}
 		line[--n] = '\0';
-		egress_sha256(line, (size_t)n, md);
-		memcpy(receipt_prev, "sha256:", 7);
-		egress_hex(md, sizeof(md), receipt_prev + 7);
+		rcpt_chain_hash(line, (size_t)n, receipt_prev);
 		if ((o = json_loadb(line, (size_t)n, 0, &jerr)) == NULL) {
 			log_warn("event=receipt-recover problem=unparseable-line");
 			receipt_next_seq++;

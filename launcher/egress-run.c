@@ -34,7 +34,6 @@
 #include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,6 +42,8 @@
 #include <openssl/rand.h>
 
 #include "common.h"
+#include "control.h"
+#include "ctlclient.h"
 #include "policy.h"
 #include "sandbox.h"
 #include "userns.h"
@@ -1012,76 +1013,24 @@ info_child_pid(int fd)
 	return pid;
 }
 
-/* A stream connection to the AF_UNIX socket at path, or -1 with errno. */
-static int
-conn_unix(const char *path)
-{
-	struct sockaddr_un sun;
-	int fd;
-
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sun.sun_path)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	memcpy(sun.sun_path, path, strlen(path));
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
-		return -1;
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		int e = errno;
-
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	return fd;
-}
-
 /*
  * One request on egress_conn and its one-line reply (egressd's control protocol,
- * control.c), or NULL when egressd does not answer within wait_ms of silence. Replies
- * are bounded (a summary is at most ~90 KB; 1 MiB is refused).
+ * proto/control.h), or NULL when egressd does not answer within wait_ms of silence.
+ * Replies are bounded (a summary is at most ~90 KB; CTLPROTO_REPLY_MAX is refused).
  */
 static json_t *
 conn_request(json_t *req, int wait_ms)
 {
-	size_t cap = 64 * 1024, len = 0, max = 1024 * 1024;
-	char *s = json_dumps(req, JSON_COMPACT), *buf = xmalloc(cap), *nl;
+	size_t len;
+	char *line = ctlproto_encode(req, &len), *reply = NULL, err[160];
+	ssize_t n;
 	json_t *o = NULL;
 
-	json_decref(req);
-	if (s == NULL)
-		goto out;
-	if (write(egress_conn, s, strlen(s)) != (ssize_t)strlen(s) ||
-	    write(egress_conn, "\n", 1) != 1)
-		goto out;
-	while ((nl = memchr(buf, '\n', len)) == NULL) {
-		struct pollfd pfd = { .fd = egress_conn, .events = POLLIN };
-		ssize_t n;
-
-		if (len == cap) {
-			if (cap == max)
-				goto out;
-			cap *= 2;
-			buf = xreallocarray(buf, cap, 1);
-		}
-		if (poll(&pfd, 1, wait_ms) != 1)
-			goto out;
-		if ((n = read(egress_conn, buf + len, cap - len)) == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			goto out;
-		len += (size_t)n;
-	}
-	o = json_loadb(buf, (size_t)(nl - buf), 0, NULL);
-	if (o != NULL && !json_is_object(o)) {
-		json_decref(o);
-		o = NULL;
-	}
-out:
-	free(s);
-	free(buf);
+	if (line != NULL && ctlclient_send(egress_conn, line, len) == 0 &&
+	    (n = ctlclient_recv(egress_conn, &reply, CTLPROTO_REPLY_MAX, wait_ms)) != -1)
+		o = ctlproto_decode_reply(reply, (size_t)n, err, sizeof(err));
+	free(line);
+	free(reply);
 	return o;
 }
 
@@ -1120,7 +1069,8 @@ start_private(void)
 	struct stat st;
 	int status, filter_fd, info[2];
 	pid_t parent;
-	json_t *o;
+	const char *refusal;
+	json_t *o, *req;
 
 	need_program("egressd", egressd, sizeof(egressd));
 	make_rtdir();
@@ -1236,20 +1186,22 @@ start_private(void)
 		if (waited >= RUN_READY_MS)
 			setup_failed("the private egressd did not create its control socket in time");
 		if (stat(ctl, &st) == 0 && S_ISSOCK(st.st_mode) &&
-		    (egress_conn = conn_unix(ctl)) != -1)
+		    (egress_conn = ctlclient_connect(ctl)) != -1)
 			break;
 		usleep(20000);
 	}
-	o = conn_request(json_pack("{s:s,s:s,s:s,s:b}", "verb", "principal-add", "name",
-	    principal, "policy", pol, "lease", 1), RUN_READY_MS);
+	req = ctlproto_request(CTLPROTO_PRINCIPAL_ADD);
+	json_object_set_new(req, "name", json_string(principal));
+	json_object_set_new(req, "policy", json_string(pol));
+	json_object_set_new(req, "lease", json_true());
+	o = conn_request(req, RUN_READY_MS);
 	if (o == NULL) {
 		if (waitpid(egressd_pid, &status, WNOHANG) == egressd_pid)
 			private_died();
 		setup_failed("the private egressd did not answer on its control socket");
 	}
-	if (!json_is_true(json_object_get(o, "ok"))) {
-		snprintf(err, sizeof(err), "%s",
-		    json_string_value(json_object_get(o, "error")) ?: "?");
+	if (!ctlproto_reply_ok(o, &refusal)) {
+		snprintf(err, sizeof(err), "%s", refusal ?: "?");
 		json_decref(o);
 		setup_failed("the private egressd refused the run's principal: %s", shown(err));
 	}
@@ -1266,16 +1218,17 @@ static void
 take_lease(void)
 {
 	const char *path = opt.lease_sock ? opt.lease_sock : RUN_LEASE_SOCK;
-	json_t *o;
+	const char *e;
+	json_t *o, *req;
 
-	if ((egress_conn = conn_unix(path)) == -1)
+	if ((egress_conn = ctlclient_connect(path)) == -1)
 		setup_failed("the system egressd does not answer on %s (%s): a named policy "
 		    "needs it", path, strerror(errno));
-	if ((o = conn_request(json_pack("{s:s,s:s}", "verb", "lease", "policy", opt.policy),
-	    RUN_READY_MS)) == NULL)
+	req = ctlproto_request(CTLPROTO_LEASE);
+	json_object_set_new(req, "policy", json_string(opt.policy));
+	if ((o = conn_request(req, RUN_READY_MS)) == NULL)
 		setup_failed("no (readable) lease reply from the system egressd");
-	if (!json_is_true(json_object_get(o, "ok"))) {
-		const char *e = json_string_value(json_object_get(o, "error"));
+	if (!ctlproto_reply_ok(o, &e)) {
 		char why[512];
 
 		snprintf(why, sizeof(why), "%s", e ? e : "?");
@@ -1301,9 +1254,10 @@ take_lease(void)
 static json_t *
 request_summary(void)
 {
-	json_t *o = conn_request(json_pack("{s:s}", "verb", "summary"), 2000);
+	json_t *o = conn_request(ctlproto_request(CTLPROTO_SUMMARY), 2000);
+	const char *e;
 
-	if (o != NULL && !json_is_true(json_object_get(o, "ok"))) {
+	if (o != NULL && !ctlproto_reply_ok(o, &e)) {
 		json_decref(o);
 		o = NULL;
 	}

@@ -6,7 +6,7 @@
 # table and --json; --follow across appends, rotation and truncation. Real receipts from
 # egressd are checked by tests/e2e/receipts.sh.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/cli/lib.sh"
-CTL=$top_builddir/egressctl
+CTL=$top_builddir/egressctl/egressctl
 GEN="$top_srcdir/tests/cli/receipts-gen.py"
 if ! command -v python3 >/dev/null 2>&1; then
 	echo "SKIP: python3 is not installed"

@@ -56,7 +56,7 @@ fi
 chmod 711 "$WORK"               # a test may connect as another uid (peer-uid)
 
 EGRESSD="$top_builddir/egressd"
-EGRESSCTL="$top_builddir/egressctl"
+EGRESSCTL="$top_builddir/egressctl/egressctl"
 TESTDNS="$top_builddir/tests/tools/testdns"
 RUN="$WORK/run"
 CTL="$RUN/control.sock"
