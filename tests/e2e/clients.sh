@@ -17,7 +17,11 @@
 #   psql against a PostgreSQL server the test starts, redis-cli against redis-server, nc to an
 #   echo server, ssh -p PORT host against an sshd the test starts (key and known_hosts given
 #   explicitly), git clone over ssh with --setenv GIT_SSH_COMMAND (the documented way),
-#   aiohttp, httpx, getent hosts, python's socket.getaddrinfo, curl.
+#   aiohttp, httpx, getent hosts, python's socket.getaddrinfo, curl, wget; and pip download,
+#   npm pack and git clone over https against a static HTTPS server the test starts (a PEP 503
+#   simple index, an npm registry, a dumb-HTTP git repository), each once "direct" and once
+#   with the proxy variables (curl and wget: --noproxy/--no-proxy, and once proxied), so that
+#   both paths are proven: frontend transparent and frontend http-connect.
 # - Each denied counterpart fails fast (well under any resolver or connect timeout), in the
 #   same run: a name no rule allows (denied.e2e.test, which testdns would answer) does not
 #   resolve (the client's own "could not resolve" error), the summary names it denied and
@@ -50,7 +54,7 @@ ECHO=$PORT
 start_server echo2 echo
 ECHO2=$PORT
 {
-	for n in web pg redis echo ssh denied; do echo "$n.e2e.test A 127.0.0.1"; done
+	for n in web pkgs pg redis echo ssh denied; do echo "$n.e2e.test A 127.0.0.1"; done
 } > zone
 dns_start zone
 mkdir -m 700 "$WORK/rcpt"
@@ -163,6 +167,189 @@ expect_denials curl web.e2e.test "$ECHO"
 expect_open "curl --noproxy" web.e2e.test "$WEB"
 expect_eq "curl through the proxy: receipt frontend http-connect" "open http-connect web.e2e.test" \
     "$(rcpt --skip "$M" --where event=open --where frontend=http-connect --wait 5 --fields event,frontend,host)"
+
+# --- wget ---------------------------------------------------------------------------------------
+# --tries=1: wget retries a reset connection 20 times by default, with waits between.
+if have wget; then
+	WGET="wget -nv --tries=1 --timeout=10 --ca-certificate=ca.crt -O /dev/null"
+	crun "web.e2e.test:$WEB" "one ok $WGET --no-proxy $WEBURL;
+	    one name $WGET --no-proxy https://denied.e2e.test:$WEB/; one port $WGET --no-proxy $WEBBAD; one proxied $WGET $WEBURL"
+	expect_case "wget --no-proxy: fetched" ok 0 "URL:$WEBURL .*-> \"/dev/null\""
+	expect_case "wget --no-proxy, a name no rule allows: could not resolve" name 4 \
+	    "unable to resolve host address .denied\\.e2e\\.test."
+	expect_case "wget --no-proxy, a port not allowed: reset" port 4 \
+	    '(Unable to establish SSL connection|reset by peer)'
+	expect_case "wget through the proxy (https_proxy as set inside): fetched" proxied 0 \
+	    "URL:$WEBURL .*-> \"/dev/null\""
+	expect_denials wget web.e2e.test "$ECHO"
+	expect_open "wget --no-proxy" web.e2e.test "$WEB"
+	expect_open "wget through the proxy" web.e2e.test "$WEB" http-connect
+else
+	skip "wget" "wget is not installed (tools/deps installs it)"
+fi
+
+# --- pip, npm and git over https: a static HTTPS server of packages ------------------------
+# pkgs.e2e.test (a certificate of its own, $BOX/pkgs.crt) serves, from $WORK/pub: a PEP 503
+# simple index with one wheel the test builds (egress-probe 1.0), an npm registry of one
+# package (its packument at /egress-probe, the tarball it names, with its integrity), and a
+# git repository for the dumb HTTP protocol (a bare repository after update-server-info).
+# Each client runs once with no proxy variable ("direct", frontend transparent) and once
+# with them as egress-launch sets them (frontend http-connect); its denied counterparts run
+# "direct". Every request the server answers is in pkgs.err.
+if ! openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=pkgs.e2e.test -days 1 \
+    -addext "subjectAltName=DNS:pkgs.e2e.test" \
+    -keyout pkgs.key -out "$BOX/pkgs.crt" >openssl.log 2>&1; then
+	echo "Bail out! openssl req: $(cat openssl.log)"
+	exit 99
+fi
+PKGS=$(freeport)
+PKGURL=https://pkgs.e2e.test:$PKGS
+cat > pkgs.py <<'EOF'
+# pkgs.py PORT DIR CERT KEY: a static HTTPS server of DIR on 127.0.0.1:PORT (the handshake in
+# the request's thread, so that a probe that never shakes hands holds nothing up).
+import functools, http.server, ssl, sys
+port, folder, cert, key = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+class Handler(http.server.SimpleHTTPRequestHandler):
+    def setup(self):
+        self.request.settimeout(10)
+        self.request.do_handshake()
+        super().setup()
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(cert, key)
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", port), functools.partial(Handler, directory=folder))
+srv.socket = ctx.wrap_socket(srv.socket, server_side=True, do_handshake_on_connect=False)
+srv.serve_forever()
+EOF
+cat > pub.py <<'EOF'
+# pub.py DIR URL: the packages pkgs.py serves, under DIR (URL: the server's, for the
+# packument's tarball address).
+import base64, hashlib, io, json, os, sys, tarfile, zipfile
+top, url = sys.argv[1], sys.argv[2]
+os.makedirs(top + "/simple/egress-probe")
+os.makedirs(top + "/tarballs")
+whl = "egress_probe-1.0-py3-none-any.whl"
+with zipfile.ZipFile(top + "/tarballs/" + whl, "w") as z:
+    z.writestr("egress_probe/__init__.py", "")
+    z.writestr("egress_probe-1.0.dist-info/METADATA",
+               "Metadata-Version: 2.1\nName: egress-probe\nVersion: 1.0\n")
+    z.writestr("egress_probe-1.0.dist-info/WHEEL",
+               "Wheel-Version: 1.0\nGenerator: clients.sh\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+    z.writestr("egress_probe-1.0.dist-info/RECORD", "")
+sha = hashlib.sha256(open(top + "/tarballs/" + whl, "rb").read()).hexdigest()
+with open(top + "/simple/index.html", "w") as f:
+    f.write('<!DOCTYPE html><html><body><a href="egress-probe/">egress-probe</a></body></html>\n')
+with open(top + "/simple/egress-probe/index.html", "w") as f:
+    f.write('<!DOCTYPE html><html><body><a href="../../tarballs/%s#sha256=%s">%s</a></body></html>\n'
+            % (whl, sha, whl))
+pj = json.dumps({"name": "egress-probe", "version": "1.0.0"}).encode()
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode="w:gz") as t:
+    ti = tarfile.TarInfo("package/package.json")
+    ti.size = len(pj)
+    ti.mode = 0o644
+    t.addfile(ti, io.BytesIO(pj))
+tgz = buf.getvalue()
+with open(top + "/tarballs/egress-probe-1.0.0.tgz", "wb") as f:
+    f.write(tgz)
+dist = {"tarball": url + "/tarballs/egress-probe-1.0.0.tgz",
+        "shasum": hashlib.sha1(tgz).hexdigest(),
+        "integrity": "sha512-" + base64.b64encode(hashlib.sha512(tgz).digest()).decode()}
+with open(top + "/egress-probe", "w") as f:
+    json.dump({"name": "egress-probe", "dist-tags": {"latest": "1.0.0"},
+               "versions": {"1.0.0": {"name": "egress-probe", "version": "1.0.0", "dist": dist}}}, f)
+EOF
+"$E2E_PY" pub.py "$WORK/pub" "$PKGURL" || { echo "Bail out! pub.py failed"; exit 99; }
+if have git; then
+	git init -q --bare --initial-branch=main pub/repo.git
+	git init -q hsrc && (cd hsrc && git -c user.name=t -c user.email=t@e2e.test commit -q \
+	    --allow-empty -m "over dumb https" && git push -q "$WORK/pub/repo.git" HEAD:refs/heads/main)
+	git -C pub/repo.git update-server-info
+fi
+spawn pkgs "$E2E_PY" pkgs.py "$PKGS" "$WORK/pub" "$BOX/pkgs.crt" pkgs.key
+wait_tcp "$PKGS" || { echo "Bail out! pkgs.py did not start: $(cat pkgs.err)"; exit 99; }
+# pkgs_got PATH: 1 when the server answered a GET of PATH with 200 since mark $PM, else 0.
+pkgs_got() {
+	if tail -n "+$((PM + 1))" pkgs.err | grep -Fq "\"GET $1 HTTP/1.1\" 200"; then echo 1; else echo 0; fi
+}
+pkgs_mark() { wc -l < pkgs.err | tr -d ' '; }
+
+# pip: Debian's /usr/bin/pip (python3-pip). --retries 1 (5 by default, with waits between
+# them): the one retry is what shows the connection's error at pip's default verbosity.
+if [ -x /usr/bin/pip ] && /usr/bin/pip --version >/dev/null 2>&1; then
+	PIP="/usr/bin/pip download --no-deps --disable-pip-version-check --no-cache-dir --retries 1 --timeout 10"
+	PM=$(pkgs_mark)
+	crun "pkgs.e2e.test:$PKGS" "one ok ./direct $PIP -d pip-out --index-url $PKGURL/simple/ egress-probe;
+	    one name ./direct $PIP -d pip-out --index-url https://denied.e2e.test:$PKGS/simple/ egress-probe;
+	    one port ./direct $PIP -d pip-out --index-url https://pkgs.e2e.test:$ECHO/simple/ egress-probe;
+	    one proxied $PIP -d pip-proxied --index-url $PKGURL/simple/ egress-probe" \
+	    --setenv "PIP_CERT=$BOX/pkgs.crt"
+	expect_case "pip download, no proxy variable: the wheel saved" ok 0 \
+	    'Saved \./pip-out/egress_probe-1\.0-py3-none-any\.whl.*Successfully downloaded egress-probe'
+	expect_case "pip download, a name no rule allows: could not resolve" name 1 \
+	    "NewConnectionError.*Name or service not known.*No matching distribution found for egress-probe"
+	expect_case "pip download, a port not allowed: reset" port 1 \
+	    "(reset by peer|EOF occurred in violation of protocol|UNEXPECTED_EOF).*No matching distribution found"
+	expect_case "pip download through the proxy (HTTPS_PROXY as set inside): the wheel saved" proxied 0 \
+	    'Saved \./pip-proxied/egress_probe-1\.0-py3-none-any\.whl'
+	expect_eq "pip: the server gave the index and the wheel" 11 \
+	    "$(pkgs_got /simple/egress-probe/)$(pkgs_got /tarballs/egress_probe-1.0-py3-none-any.whl)"
+	expect_denials pip pkgs.e2e.test "$ECHO"
+	expect_open "pip, no proxy variable" pkgs.e2e.test "$PKGS"
+	expect_open "pip through the proxy" pkgs.e2e.test "$PKGS" http-connect
+else
+	skip "pip" "/usr/bin/pip is not installed (tools/deps installs python3-pip)"
+fi
+
+# npm: npm pack fetches the packument, then the tarball, and checks its integrity.
+# --fetch-retries=0: npm retries a reset connection twice by default, 10 s apart (a name
+# that does not resolve it never retries). --cafile, not NODE_EXTRA_CA_CERTS: a global
+# npmrc may set cafile (nodesource's /usr/etc/npmrc does), which replaces Node's own list.
+if have npm && have node; then
+	NPM="npm pack --no-update-notifier --fetch-retries=0 --cafile=$BOX/pkgs.crt --pack-destination npm-out"
+	mkdir -p "$BOX/npm-out"
+	PM=$(pkgs_mark)
+	crun "pkgs.e2e.test:$PKGS" "one ok ./direct $NPM --registry $PKGURL/ egress-probe;
+	    one name ./direct $NPM --registry https://denied.e2e.test:$PKGS/ egress-probe;
+	    one port ./direct $NPM --registry https://pkgs.e2e.test:$ECHO/ egress-probe;
+	    one proxied sh -c 'rm -f npm-out/*.tgz && $NPM --registry $PKGURL/ egress-probe && ls npm-out'"
+	expect_case "npm pack, no proxy variable: the tarball fetched" ok 0 'egress-probe-1\.0\.0\.tgz$'
+	expect_case "npm pack, a name no rule allows: could not resolve" name 1 \
+	    'ENOTFOUND.*denied\.e2e\.test'
+	expect_case "npm pack, a port not allowed: reset" port 1 'ECONNRESET'
+	expect_case "npm pack through the proxy (npm_config_https_proxy as set inside): the tarball fetched" \
+	    proxied 0 'egress-probe-1\.0\.0\.tgz egress-probe-1\.0\.0\.tgz$'
+	expect_eq "npm: the server gave the packument and the tarball" 11 \
+	    "$(pkgs_got /egress-probe)$(pkgs_got /tarballs/egress-probe-1.0.0.tgz)"
+	expect_denials npm pkgs.e2e.test "$ECHO"
+	expect_open "npm, no proxy variable" pkgs.e2e.test "$PKGS"
+	expect_open "npm through the proxy" pkgs.e2e.test "$PKGS" http-connect
+else
+	skip "npm" "npm is not installed (tools/deps installs Debian's npm where nodejs has none)"
+fi
+
+# git clone over https, the dumb HTTP protocol.
+if have git; then
+	PM=$(pkgs_mark)
+	crun "pkgs.e2e.test:$PKGS" \
+	    "one ok sh -c './direct git clone -q $PKGURL/repo.git hclone && git -C hclone log --format=%s';
+	    one name ./direct git clone -q https://denied.e2e.test:$PKGS/repo.git hclone2;
+	    one port ./direct git clone -q https://pkgs.e2e.test:$ECHO/repo.git hclone3;
+	    one proxied sh -c 'git clone -q $PKGURL/repo.git hclone4 && git -C hclone4 log --format=%s'" \
+	    --setenv "GIT_SSL_CAINFO=$BOX/pkgs.crt"
+	expect_case "git clone over https, no proxy variable" ok 0 'over dumb https$'
+	expect_case "git clone over https, a name no rule allows: could not resolve" name 128 \
+	    'Could not resolve host: denied\.e2e\.test'
+	expect_case "git clone over https, a port not allowed: reset" port 128 \
+	    "(reset by peer|Couldn't connect to server)"
+	expect_case "git clone over https through the proxy (https_proxy as set inside)" proxied 0 'over dumb https$'
+	expect_eq "git: the server gave info/refs and HEAD" 11 \
+	    "$(pkgs_got /repo.git/info/refs?service=git-upload-pack)$(pkgs_got /repo.git/HEAD)"
+	expect_denials "git over https" pkgs.e2e.test "$ECHO"
+	expect_open "git over https, no proxy variable" pkgs.e2e.test "$PKGS"
+	expect_open "git over https through the proxy" pkgs.e2e.test "$PKGS" http-connect
+else
+	skip "git over https" "git is not installed (tools/deps installs it)"
+fi
 
 # --- node: fetch() and https.get ------------------------------------------------------------
 # Node 20 uses no proxy variable by itself (NODE_USE_ENV_PROXY is for later versions); they
