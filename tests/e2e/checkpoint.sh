@@ -101,7 +101,9 @@ expect_eq "cut right after a periodic checkpoint, --complete: exit 1" 1 "$?"
 expect_match "... saying it is not complete" "^not complete: " "$(echo "$out" | tail -n 1)"
 
 # A file without checkpoints proves nothing to a pubkey verifier.
-head -n 2 "$RCPT" > nockpt.jsonl
+# The records before the first checkpoint (a loaded machine may sign one after the first
+# record already).
+awk '/"event":"checkpoint"/ { exit } { print }' "$RCPT" > nockpt.jsonl
 out=$("$EGRESSCTL" receipts verify --file nockpt.jsonl --pubkey sign.pub 2>&1)
 expect_eq "no checkpoint at all: exit 1" 1 "$?"
 expect_match "... says nothing is signed" "no checkpoint: nothing is signed" "$out"
