@@ -32,7 +32,7 @@
 
 #include "common.h"
 #include "egress.h"
-#include "fd4proto.h"
+#include "fd4.h"
 #include "fdpass.h"
 #include "nativecli.h"
 

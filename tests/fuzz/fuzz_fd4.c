@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common.h"
-#include "fd4proto.h"
+#include "fd4.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

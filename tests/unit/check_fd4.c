@@ -19,7 +19,7 @@
 
 #include "common.h"
 #include "egress.h"
-#include "fd4proto.h"
+#include "fd4.h"
 #include "fdpass.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))

@@ -1,10 +1,10 @@
 /*
- * fd4proto.h: the request datagram of the fd-4 channel (SPEC "Sandbox path", fd 4),
+ * fd4.h: the request datagram of the fd-4 channel (SPEC "Sandbox path", fd 4),
  * "EGF1" | id u32 | timeout_ms u32 | port u16 | len u8 | host, as egress-broker checks it.
  * Pure: looks at len bytes, never allocates.
  */
-#ifndef EGRESS_FD4PROTO_H
-#define EGRESS_FD4PROTO_H
+#ifndef EGRESS_PROTO_FD4_H
+#define EGRESS_PROTO_FD4_H
 
 #include <stddef.h>
 #include <stdint.h>

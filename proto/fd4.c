@@ -1,5 +1,5 @@
 /*
- * fd4proto.c: validation of fd-4 request datagrams for egress-broker. The bytes come from
+ * fd4.c: validation of fd-4 request datagrams for egress-broker. The bytes come from
  * the sandboxed workload and are trusted for nothing: every length is checked against the
  * datagram's size before use. The host is not parsed here (egressd does that, strictly);
  * it is only kept free of NUL so that it stays one C string.
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "common.h"
-#include "fd4proto.h"
+#include "fd4.h"
 
 static uint32_t
 get32(const uint8_t *p)
