@@ -182,7 +182,7 @@ broker_serve_one(int chan, bool hup)
 	if (reason != 0) {
 		fprintf(stderr, "egress-broker: malformed request (%zd bytes, %d descriptors)\n",
 		    n, nfds);
-		broker_answer(reply, req.has_id ? req.id : 0, -(1000 + reason), -1);
+		broker_answer(reply, req.has_id ? req.id : 0, egress_reason_code(reason), -1);
 		close(reply);
 		return 1;
 	}

@@ -1,7 +1,8 @@
 /*
- * libegress.c: egress_fd4_connect() and egress_strerror() (egress.h). Trusts the broker
- * for nothing but the framing: a reply must carry this request's id, and a stream is
- * accepted only with code 0. Every descriptor it makes or receives is close-on-exec and
+ * libegress.c: egress_fd4_connect() and egress_strerror() (egress.h). The installed
+ * library is built with common/reason.c (reason names and codes) and common/fdpass.c.
+ * Trusts the broker for nothing but the framing: a reply must carry this request's id,
+ * and a stream is accepted only with code 0. Every descriptor it makes or receives is close-on-exec and
  * closed on every path that does not return it.
  */
 #include "config.h"
@@ -16,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "egress.h"
 #include "fdpass.h"
 
@@ -27,25 +29,18 @@ static uint32_t fd4_next_id;            /* under fd4_lock */
 /* Replies with a foreign id that one call skips before giving up. */
 #define FD4_MAX_STRAY 64
 
-static const char *const fd4_names[] = {
-	"allowed", "not-allowlisted", "denied-by-rule", "malformed-request", "bad-host",
-	"private-address", "dns-failure", "dns-timeout", "connect-refused", "connect-timeout",
-	"quota-connections", "quota-rate", "quota-bytes", "sni-missing", "sni-mismatch",
-	"sni-malformed", "sni-ech", "not-tls", "unsupported", "handshake-timeout", "peer-uid",
-	"idle-timeout", "shutdown",
-};
+/* egress.h spells the codes out for its users; common/reason.c owns the mapping. */
+_Static_assert(EGRESS_ERR_NOT_ALLOWLISTED == -(EGRESS_REASON_CODE_BASE + EGRESS_NOT_ALLOWLISTED),
+    "egress.h's codes follow the reasons table");
+_Static_assert(EGRESS_ERR_SHUTDOWN == -(EGRESS_REASON_CODE_BASE + EGRESS_SHUTDOWN) &&
+    EGRESS_SHUTDOWN == EGRESS_REASON_COUNT - 1, "egress.h's codes end where the table ends");
 
 const char *
 egress_strerror(int code)
 {
-	int row;
+	int r = egress_reason_of_code(code);
 
-	if (code == 0)
-		return fd4_names[0];
-	if (code > -1001 || code < -1022)
-		return "unknown";
-	row = -code - 1000;
-	return fd4_names[row];
+	return r == -1 ? "unknown" : egress_reason_name((enum egress_reason)r);
 }
 
 static void

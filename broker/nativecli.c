@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common.h"
 #include "egress.h"
 #include "nativecli.h"
 
@@ -80,7 +81,7 @@ nativecli_handshake(int fd, const char *host, uint16_t port, int timeout_ms)
 	code = (int32_t)c;
 	if (code == 0)
 		return 0;
-	if (code > EGRESS_ERR_NOT_ALLOWLISTED || code < EGRESS_ERR_SHUTDOWN)
+	if (egress_reason_of_code(code) == -1)
 		return EGRESS_ERR_SHUTDOWN;
 	return code;
 }

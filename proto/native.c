@@ -81,7 +81,7 @@ native_parse(const uint8_t *buf, size_t len, size_t *consumed, struct native_req
 size_t
 native_reply(enum egress_reason reason, uint8_t out[EGRESS_NATIVE_REPLY])
 {
-	int32_t code = reason == EGRESS_ALLOWED ? 0 : -(1000 + (int32_t)reason);
+	int32_t code = egress_reason_code(reason);
 	uint32_t u = (uint32_t)code;
 
 	memcpy(out, EGRESS_NATIVE_MAGIC, 4);

@@ -287,6 +287,29 @@ START_TEST(test_strerror)
 }
 END_TEST
 
+/* common/reason.c's code mapping, both ways: every reason round-trips, nothing else maps. */
+static const int32_t not_codes[] = { -1000, 1, 1001, -1023, -999, INT32_MIN, INT32_MAX };
+
+START_TEST(test_reason_code_roundtrip)
+{
+	for (int r = 0; r < EGRESS_REASON_COUNT; r++) {
+		int32_t code = egress_reason_code((enum egress_reason)r);
+
+		ck_assert_int_eq(code, r == 0 ? 0 : -(1000 + r));
+		ck_assert_int_eq(egress_reason_of_code(code), r);
+	}
+	ck_assert_int_eq(egress_reason_code(EGRESS_NOT_ALLOWLISTED), EGRESS_ERR_NOT_ALLOWLISTED);
+	ck_assert_int_eq(egress_reason_code(EGRESS_SHUTDOWN), EGRESS_ERR_SHUTDOWN);
+}
+END_TEST
+
+START_TEST(test_reason_not_code)
+{
+	ck_assert_int_eq(egress_reason_of_code(not_codes[_i]), -1);
+	ck_assert_str_eq(egress_strerror(not_codes[_i]), "unknown");
+}
+END_TEST
+
 /* --- fd4_parse_request --------------------------------------------------------------- */
 
 struct dgram_case {
@@ -387,6 +410,10 @@ main(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("reason names");
 	tcase_add_test(tc, test_strerror);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("reason codes: reason to code and back, nothing else is one");
+	tcase_add_test(tc, test_reason_code_roundtrip);
+	tcase_add_loop_test(tc, test_reason_not_code, 0, (int)NELEM(not_codes));
 	suite_add_tcase(s, tc);
 	tc = tcase_create("request datagram validation");
 	tcase_add_loop_test(tc, test_parse, 0, (int)NELEM(dgrams));
