@@ -1,18 +1,52 @@
 /*
- * native.c: the native connector's framing (EGR1), the frontend egress-broker speaks on
- * behalf of fd-4 clients, and its DNS question verb, which the sandbox's stub resolver
- * speaks, and its transparent verb (a connect that egress-relay's transparent listener
- * makes for the workload: the same request, another receipt frontend). A pure, bounded parser like the others: a fixed 9-byte head and a host of at
- * most 255 bytes, which goes through host_parse like every host. Trusts nothing of the
- * bytes; the verb byte is checked as soon as it arrives, so an unknown verb (and, in an
- * older egressd, the question verb itself) is refused at once.
+ * native.c: EGR1, the native connector's framing (docs/native.md), both directions. The
+ * frontend egress-broker speaks on behalf of fd-4 clients, its DNS question verb, which
+ * the sandbox's stub resolver speaks, and its transparent verb (a connect that
+ * egress-relay's transparent listener makes for the workload: the same request, another
+ * receipt frontend).
+ *
+ * egressd's side trusts nothing of the bytes: a pure, bounded parser like the others, a
+ * fixed 9-byte head and a host of at most 255 bytes, which goes through host_parse like
+ * every host (native_parse, native.h). The verb byte is checked as soon as it arrives, so
+ * an unknown verb (and, in an older egressd, the question verb itself) is refused at once.
+ * The clients' side trusts egressd's replies only as far as their framing: the magic,
+ * and for an answer a count of 0 or 1; what a code means is egress_reason_of_code's to say.
  */
 #include "config.h"
 
 #include <string.h>
 #include <sys/socket.h>
 
-#include "proto.h"
+#include "native.h"
+
+static void
+native_put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static void
+native_put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static uint32_t
+native_get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static bool
+native_verb_known(uint8_t verb)
+{
+	return verb == EGRESS_NATIVE_CONNECT || verb == EGRESS_NATIVE_QUESTION ||
+	    verb == EGRESS_NATIVE_TRANSPARENT;
+}
 
 static enum proto_status
 native_fail(struct proto_error *err, enum egress_reason reason, const char *why,
@@ -28,11 +62,10 @@ native_fail(struct proto_error *err, enum egress_reason reason, const char *why,
 }
 
 enum proto_status
-native_parse(const uint8_t *buf, size_t len, size_t *consumed, struct native_request *req,
+native_parse_frame(const uint8_t *buf, size_t len, size_t *consumed, struct native_request *req,
     struct proto_error *err)
 {
 	size_t hostlen;
-	const char *why;
 
 	memset(req, 0, sizeof(*req));
 	memset(err, 0, sizeof(*err));
@@ -44,8 +77,7 @@ native_parse(const uint8_t *buf, size_t len, size_t *consumed, struct native_req
 	if (len >= 5 && buf[4] != EGRESS_NATIVE_VERSION)
 		return native_fail(err, EGRESS_MALFORMED_REQUEST, "unknown EGR1 version", NULL,
 		    0);
-	if (len >= 6 && buf[5] != EGRESS_NATIVE_CONNECT && buf[5] != EGRESS_NATIVE_QUESTION &&
-	    buf[5] != EGRESS_NATIVE_TRANSPARENT)
+	if (len >= 6 && !native_verb_known(buf[5]))
 		return native_fail(err, EGRESS_MALFORMED_REQUEST, "unknown EGR1 verb", NULL, 0);
 	if (len >= 6)
 		req->verb = buf[5];          /* known from here on, also when refused */
@@ -67,28 +99,29 @@ native_parse(const uint8_t *buf, size_t len, size_t *consumed, struct native_req
 	}
 	if (len < EGRESS_NATIVE_HEAD + hostlen)
 		return PROTO_NEED_MORE;
-	if (host_parse((const char *)buf + EGRESS_NATIVE_HEAD, hostlen, &req->host, &why) == -1) {
-		if (req->verb != EGRESS_NATIVE_QUESTION) {
-			err->has_port = true;        /* checked above: not 0 */
-			err->port = req->port;
-		}
-		return native_fail(err, EGRESS_BAD_HOST, why, buf + EGRESS_NATIVE_HEAD, hostlen);
-	}
 	*consumed = EGRESS_NATIVE_HEAD + hostlen;
 	return PROTO_OK;
+}
+
+enum proto_status
+native_refuse_name(const uint8_t *buf, size_t *consumed, struct native_request *req,
+    struct proto_error *err, const char *why)
+{
+	size_t hostlen = *consumed - EGRESS_NATIVE_HEAD;
+
+	*consumed = 0;
+	if (req->verb != EGRESS_NATIVE_QUESTION) {
+		err->has_port = true;        /* checked by native_parse_frame: not 0 */
+		err->port = req->port;
+	}
+	return native_fail(err, EGRESS_BAD_HOST, why, buf + EGRESS_NATIVE_HEAD, hostlen);
 }
 
 size_t
 native_reply(enum egress_reason reason, uint8_t out[EGRESS_NATIVE_REPLY])
 {
-	int32_t code = egress_reason_code(reason);
-	uint32_t u = (uint32_t)code;
-
 	memcpy(out, EGRESS_NATIVE_MAGIC, 4);
-	out[4] = (uint8_t)(u >> 24);
-	out[5] = (uint8_t)(u >> 16);
-	out[6] = (uint8_t)(u >> 8);
-	out[7] = (uint8_t)u;
+	native_put32(out + 4, (uint32_t)egress_reason_code(reason));
 	return EGRESS_NATIVE_REPLY;
 }
 
@@ -116,15 +149,47 @@ native_answer(enum egress_reason reason, const struct addr *a, uint32_t ttl,
 	native_reply(reason, out);
 	out[8] = native_rcode(reason);
 	out[9] = a != NULL && reason == EGRESS_ALLOWED && a->family == AF_INET ? 1 : 0;
-	if (out[9] == 0)
-		ttl = 0;
-	out[10] = (uint8_t)(ttl >> 24);
-	out[11] = (uint8_t)(ttl >> 16);
-	out[12] = (uint8_t)(ttl >> 8);
-	out[13] = (uint8_t)ttl;
+	native_put32(out + 10, out[9] ? ttl : 0);
 	if (out[9])
 		memcpy(out + 14, a->b, 4);
 	else
 		memset(out + 14, 0, 4);
 	return EGRESS_NATIVE_ANSWER;
+}
+
+size_t
+native_request_build(uint8_t verb, uint16_t arg, const char *name, size_t namelen,
+    uint8_t out[EGRESS_NATIVE_REQUEST_MAX])
+{
+	if (!native_verb_known(verb) || arg == 0 || namelen == 0 ||
+	    namelen > EGRESS_NATIVE_NAME_MAX)
+		return 0;
+	memcpy(out, EGRESS_NATIVE_MAGIC, 4);
+	out[4] = EGRESS_NATIVE_VERSION;
+	out[5] = verb;
+	native_put16(out + 6, arg);
+	out[8] = (uint8_t)namelen;
+	memcpy(out + EGRESS_NATIVE_HEAD, name, namelen);
+	return EGRESS_NATIVE_HEAD + namelen;
+}
+
+int
+native_reply_parse(const uint8_t in[EGRESS_NATIVE_REPLY], int32_t *code)
+{
+	if (memcmp(in, EGRESS_NATIVE_MAGIC, 4) != 0)
+		return -1;
+	*code = (int32_t)native_get32(in + 4);
+	return 0;
+}
+
+int
+native_answer_parse(const uint8_t in[EGRESS_NATIVE_ANSWER], struct native_answer *a)
+{
+	if (native_reply_parse(in, &a->code) == -1 || in[9] > 1)
+		return -1;
+	a->rcode = in[8];
+	a->count = in[9];
+	a->ttl = native_get32(in + 10);
+	memcpy(a->addr, in + 14, 4);
+	return 0;
 }

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto.h"
+#include "http.h"
 
 #define FUZZ_HEADER 4                /* framing, length (2), split seed */
 #define FUZZ_SPLITS 4                /* splittings tried besides whole and bytewise */

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "proto.h"
+#include "http.h"
 
 /* The forwarded head is the client's head with Host rewritten: twice the limit is ample. */
 #define FUZZ_OUT_MAX (2 * EGRESS_HTTP_HEAD_MAX + 1024)

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto.h"
+#include "socks.h"
 
 #define FUZZ_STEPS_MAX 4            /* greeting, auth, request, and one more refused */
 #define FUZZ_OUT_MAX (FUZZ_STEPS_MAX * 10)

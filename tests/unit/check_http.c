@@ -18,7 +18,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "proto.h"
+#include "http.h"
 
 #define B(lit) lit, (sizeof(lit) - 1)
 #define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto.h"
+#include "socks.h"
 
 #define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
 #define IN(lit) .in = (lit), .len = sizeof(lit) - 1
