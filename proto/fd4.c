@@ -1,7 +1,7 @@
 /*
- * fd4.c: validation of fd-4 request datagrams for egress-broker. The bytes come from
- * the sandboxed workload and are trusted for nothing: every length is checked against the
- * datagram's size before use. The host is not parsed here (egressd does that, strictly);
+ * fd4.c: EGF1, the fd-4 channel's datagrams (fd4.h), both directions. Requests come from
+ * the sandboxed workload and are trusted for nothing by egress-broker: every length is
+ * checked against the datagram's size before use. The host is not parsed here (egressd does that, strictly);
  * it is only kept free of NUL so that it stays one C string.
  */
 #include "config.h"
@@ -12,9 +12,18 @@
 #include "fd4.h"
 
 static uint32_t
-get32(const uint8_t *p)
+fd4_get32(const uint8_t *p)
 {
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void
+fd4_put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
 }
 
 int
@@ -22,14 +31,14 @@ fd4_parse_request(const uint8_t *buf, size_t len, struct fd4_request *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (len >= 8 && memcmp(buf, EGRESS_FD4_MAGIC, 4) == 0) {
-		out->id = get32(buf + 4);
+		out->id = fd4_get32(buf + 4);
 		out->has_id = 1;
 	}
 	if (len < EGRESS_FD4_REQUEST_HEAD + 1 || len > EGRESS_FD4_REQUEST_MAX)
 		return EGRESS_MALFORMED_REQUEST;
 	if (!out->has_id)
 		return EGRESS_MALFORMED_REQUEST;
-	out->timeout_ms = get32(buf + 8);
+	out->timeout_ms = fd4_get32(buf + 8);
 	out->port = (uint16_t)((unsigned)buf[12] << 8 | buf[13]);
 	out->hostlen = buf[14];
 	if (out->port == 0 || out->hostlen == 0 ||
@@ -55,15 +64,33 @@ fd4_timeout_ms(uint32_t requested)
 void
 fd4_reply(uint32_t id, int32_t code, uint8_t out[EGRESS_FD4_REPLY])
 {
-	uint32_t c = (uint32_t)code;
-
 	memcpy(out, EGRESS_FD4_MAGIC, 4);
-	out[4] = (uint8_t)(id >> 24);
-	out[5] = (uint8_t)(id >> 16);
-	out[6] = (uint8_t)(id >> 8);
-	out[7] = (uint8_t)id;
-	out[8] = (uint8_t)(c >> 24);
-	out[9] = (uint8_t)(c >> 16);
-	out[10] = (uint8_t)(c >> 8);
-	out[11] = (uint8_t)c;
+	fd4_put32(out + 4, id);
+	fd4_put32(out + 8, (uint32_t)code);
+}
+
+size_t
+fd4_request_build(uint32_t id, uint32_t timeout_ms, uint16_t port, const char *host,
+    size_t hostlen, uint8_t out[EGRESS_FD4_REQUEST_MAX])
+{
+	if (port == 0 || hostlen == 0 || hostlen > EGRESS_FD4_HOST_MAX)
+		return 0;
+	memcpy(out, EGRESS_FD4_MAGIC, 4);
+	fd4_put32(out + 4, id);
+	fd4_put32(out + 8, timeout_ms);
+	out[12] = (uint8_t)(port >> 8);
+	out[13] = (uint8_t)port;
+	out[14] = (uint8_t)hostlen;
+	memcpy(out + EGRESS_FD4_REQUEST_HEAD, host, hostlen);
+	return EGRESS_FD4_REQUEST_HEAD + hostlen;
+}
+
+int
+fd4_reply_parse(const uint8_t *buf, size_t len, uint32_t *id, int32_t *code)
+{
+	if (len != EGRESS_FD4_REPLY || memcmp(buf, EGRESS_FD4_MAGIC, 4) != 0)
+		return -1;
+	*id = fd4_get32(buf + 4);
+	*code = (int32_t)fd4_get32(buf + 8);
+	return 0;
 }
