@@ -9,7 +9,7 @@
  * through /proc/self/fd/N), performs the EGR1 native request, and passes the resulting
  * stream (never an upstream socket of its own) back on the reply socket the request
  * carried. It trusts the workload for nothing: every datagram is bounded and validated
- * (fd4proto.c), every descriptor it did not ask for is closed, and each request's wait
+ * (proto/fd4.c), every descriptor it did not ask for is closed, and each request's wait
  * ends at a deadline. It keeps no allowlist: egressd decides.
  */
 #include "config.h"

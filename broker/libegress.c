@@ -1,9 +1,10 @@
 /*
  * libegress.c: egress_fd4_connect() and egress_strerror() (egress.h). The installed
- * library is built with common/reason.c (reason names and codes) and common/fdpass.c.
- * Trusts the broker for nothing but the framing: a reply must carry this request's id,
- * and a stream is accepted only with code 0. Every descriptor it makes or receives is close-on-exec and
- * closed on every path that does not return it.
+ * library is built with common/reason.c (reason names and codes), common/fdpass.c and
+ * proto/fd4.c (the EGF1 datagrams). Trusts the broker for nothing but the framing: a
+ * reply must carry this request's id, and a stream is accepted only with code 0. Every
+ * descriptor it makes or receives is close-on-exec and closed on every path that does
+ * not return it.
  */
 #include "config.h"
 
@@ -31,8 +32,8 @@ static uint32_t fd4_next_id;            /* under fd4_lock */
 #define FD4_MAX_STRAY 64
 
 /* egress.h spells the codes out for its users; common/reason.c owns the mapping. */
-_Static_assert(EGRESS_ERR_NOT_ALLOWLISTED == -(EGRESS_REASON_CODE_BASE + EGRESS_NOT_ALLOWLISTED),
-    "egress.h's codes follow the reasons table");
+_Static_assert(EGRESS_ERR_NOT_ALLOWLISTED ==
+    -(EGRESS_REASON_CODE_BASE + EGRESS_NOT_ALLOWLISTED), "egress.h's codes follow the table");
 _Static_assert(EGRESS_ERR_SHUTDOWN == -(EGRESS_REASON_CODE_BASE + EGRESS_SHUTDOWN) &&
     EGRESS_SHUTDOWN == EGRESS_REASON_COUNT - 1, "egress.h's codes end where the table ends");
 

@@ -1,8 +1,9 @@
 /*
  * fd4.c: EGF1, the fd-4 channel's datagrams (fd4.h), both directions. Requests come from
  * the sandboxed workload and are trusted for nothing by egress-broker: every length is
- * checked against the datagram's size before use. The host is not parsed here (egressd does that, strictly);
- * it is only kept free of NUL so that it stays one C string.
+ * checked against the datagram's size before use. The host is not parsed here (egressd
+ * does that, strictly); it is only kept free of NUL so that it stays one C string.
+ * Replies come from egress-broker and are trusted as far as their size and magic.
  */
 #include "config.h"
 

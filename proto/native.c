@@ -62,8 +62,8 @@ native_fail(struct proto_error *err, enum egress_reason reason, const char *why,
 }
 
 enum proto_status
-native_parse_frame(const uint8_t *buf, size_t len, size_t *consumed, struct native_request *req,
-    struct proto_error *err)
+native_parse_frame(const uint8_t *buf, size_t len, size_t *consumed,
+    struct native_request *req, struct proto_error *err)
 {
 	size_t hostlen;
 

@@ -1,5 +1,5 @@
 /*
- * fuzz_http.c: libFuzzer target for the HTTP frontend (egress/http.c): request heads,
+ * fuzz_http.c: libFuzzer target for the HTTP frontend (proto/http.c): request heads,
  * the head forwarded upstream, and the chunked-body scanner. Properties checked, beyond
  * not crashing and not reading past the input (ASan):
  *  - an accepted head ends in CRLF CRLF within the input and within EGRESS_HTTP_HEAD_MAX;

@@ -1,5 +1,5 @@
 /*
- * check_http.c: unit tests for the HTTP frontend (egress/http.c): request heads
+ * check_http.c: unit tests for the HTTP frontend (proto/http.c): request heads
  * (CONNECT and absolute-form forwarding), the head sent upstream, error responses and
  * the chunked-body scanner, against SPEC "egressd / Frontends", the reasons table and
  * the vectors of protocol-notes part (a.3).
