@@ -11,36 +11,22 @@
 
 #include "common.h"
 #include "fd4.h"
-
-static uint32_t
-fd4_get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void
-fd4_put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
+#include "wire.h"
 
 int
 fd4_parse_request(const uint8_t *buf, size_t len, struct fd4_request *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (len >= 8 && memcmp(buf, EGRESS_FD4_MAGIC, 4) == 0) {
-		out->id = fd4_get32(buf + 4);
+		out->id = wire_get32(buf + 4);
 		out->has_id = 1;
 	}
 	if (len < EGRESS_FD4_REQUEST_HEAD + 1 || len > EGRESS_FD4_REQUEST_MAX)
 		return EGRESS_MALFORMED_REQUEST;
 	if (!out->has_id)
 		return EGRESS_MALFORMED_REQUEST;
-	out->timeout_ms = fd4_get32(buf + 8);
-	out->port = (uint16_t)((unsigned)buf[12] << 8 | buf[13]);
+	out->timeout_ms = wire_get32(buf + 8);
+	out->port = wire_get16(buf + 12);
 	out->hostlen = buf[14];
 	if (out->port == 0 || out->hostlen == 0 ||
 	    (size_t)out->hostlen != len - EGRESS_FD4_REQUEST_HEAD)
@@ -66,8 +52,8 @@ void
 fd4_reply(uint32_t id, int32_t code, uint8_t out[EGRESS_FD4_REPLY])
 {
 	memcpy(out, EGRESS_FD4_MAGIC, 4);
-	fd4_put32(out + 4, id);
-	fd4_put32(out + 8, (uint32_t)code);
+	wire_put32(out + 4, id);
+	wire_put32(out + 8, (uint32_t)code);
 }
 
 size_t
@@ -77,10 +63,9 @@ fd4_request_build(uint32_t id, uint32_t timeout_ms, uint16_t port, const char *h
 	if (port == 0 || hostlen == 0 || hostlen > EGRESS_FD4_HOST_MAX)
 		return 0;
 	memcpy(out, EGRESS_FD4_MAGIC, 4);
-	fd4_put32(out + 4, id);
-	fd4_put32(out + 8, timeout_ms);
-	out[12] = (uint8_t)(port >> 8);
-	out[13] = (uint8_t)port;
+	wire_put32(out + 4, id);
+	wire_put32(out + 8, timeout_ms);
+	wire_put16(out + 12, port);
 	out[14] = (uint8_t)hostlen;
 	memcpy(out + EGRESS_FD4_REQUEST_HEAD, host, hostlen);
 	return EGRESS_FD4_REQUEST_HEAD + hostlen;
@@ -91,7 +76,7 @@ fd4_reply_parse(const uint8_t *buf, size_t len, uint32_t *id, int32_t *code)
 {
 	if (len != EGRESS_FD4_REPLY || memcmp(buf, EGRESS_FD4_MAGIC, 4) != 0)
 		return -1;
-	*id = fd4_get32(buf + 4);
-	*code = (int32_t)fd4_get32(buf + 8);
+	*id = wire_get32(buf + 4);
+	*code = (int32_t)wire_get32(buf + 8);
 	return 0;
 }

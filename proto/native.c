@@ -18,28 +18,7 @@
 #include <sys/socket.h>
 
 #include "native.h"
-
-static void
-native_put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void
-native_put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static uint32_t
-native_get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
+#include "wire.h"
 
 static bool
 native_verb_known(uint8_t verb)
@@ -85,13 +64,13 @@ native_parse_frame(const uint8_t *buf, size_t len, size_t *consumed,
 		return PROTO_NEED_MORE;
 	hostlen = buf[8];
 	if (req->verb == EGRESS_NATIVE_QUESTION) {
-		req->qtype = (uint16_t)(buf[6] << 8 | buf[7]);
+		req->qtype = wire_get16(buf + 6);
 		if (req->qtype == 0)
 			return native_fail(err, EGRESS_MALFORMED_REQUEST, "qtype 0", NULL, 0);
 		if (hostlen == 0)
 			return native_fail(err, EGRESS_MALFORMED_REQUEST, "empty qname", NULL, 0);
 	} else {
-		req->port = (uint16_t)(buf[6] << 8 | buf[7]);
+		req->port = wire_get16(buf + 6);
 		if (req->port == 0)
 			return native_fail(err, EGRESS_MALFORMED_REQUEST, "port 0", NULL, 0);
 		if (hostlen == 0)
@@ -121,7 +100,7 @@ size_t
 native_reply(enum egress_reason reason, uint8_t out[EGRESS_NATIVE_REPLY])
 {
 	memcpy(out, EGRESS_NATIVE_MAGIC, 4);
-	native_put32(out + 4, (uint32_t)egress_reason_code(reason));
+	wire_put32(out + 4, (uint32_t)egress_reason_code(reason));
 	return EGRESS_NATIVE_REPLY;
 }
 
@@ -149,7 +128,7 @@ native_answer(enum egress_reason reason, const struct addr *a, uint32_t ttl,
 	native_reply(reason, out);
 	out[8] = native_rcode(reason);
 	out[9] = a != NULL && reason == EGRESS_ALLOWED && a->family == AF_INET ? 1 : 0;
-	native_put32(out + 10, out[9] ? ttl : 0);
+	wire_put32(out + 10, out[9] ? ttl : 0);
 	if (out[9])
 		memcpy(out + 14, a->b, 4);
 	else
@@ -167,7 +146,7 @@ native_request_build(uint8_t verb, uint16_t arg, const char *name, size_t namele
 	memcpy(out, EGRESS_NATIVE_MAGIC, 4);
 	out[4] = EGRESS_NATIVE_VERSION;
 	out[5] = verb;
-	native_put16(out + 6, arg);
+	wire_put16(out + 6, arg);
 	out[8] = (uint8_t)namelen;
 	memcpy(out + EGRESS_NATIVE_HEAD, name, namelen);
 	return EGRESS_NATIVE_HEAD + namelen;
@@ -178,7 +157,7 @@ native_reply_parse(const uint8_t in[EGRESS_NATIVE_REPLY], int32_t *code)
 {
 	if (memcmp(in, EGRESS_NATIVE_MAGIC, 4) != 0)
 		return -1;
-	*code = (int32_t)native_get32(in + 4);
+	*code = (int32_t)wire_get32(in + 4);
 	return 0;
 }
 
@@ -189,7 +168,7 @@ native_answer_parse(const uint8_t in[EGRESS_NATIVE_ANSWER], struct native_answer
 		return -1;
 	a->rcode = in[8];
 	a->count = in[9];
-	a->ttl = native_get32(in + 10);
+	a->ttl = wire_get32(in + 10);
 	memcpy(a->addr, in + 14, 4);
 	return 0;
 }
