@@ -9,7 +9,7 @@
  * through /proc/self/fd/N), performs the EGR1 native request, and passes the resulting
  * stream (never an upstream socket of its own) back on the reply socket the request
  * carried. It trusts the workload for nothing: every datagram is bounded and validated
- * (fd4proto.c), every descriptor it did not ask for is closed, and each request's wait
+ * (proto/fd4.c), every descriptor it did not ask for is closed, and each request's wait
  * ends at a deadline. It keeps no allowlist: egressd decides.
  */
 #include "config.h"
@@ -32,7 +32,7 @@
 
 #include "common.h"
 #include "egress.h"
-#include "fd4proto.h"
+#include "fd4.h"
 #include "fdpass.h"
 #include "nativecli.h"
 
@@ -182,7 +182,7 @@ broker_serve_one(int chan, bool hup)
 	if (reason != 0) {
 		fprintf(stderr, "egress-broker: malformed request (%zd bytes, %d descriptors)\n",
 		    n, nfds);
-		broker_answer(reply, req.has_id ? req.id : 0, -(1000 + reason), -1);
+		broker_answer(reply, req.has_id ? req.id : 0, egress_reason_code(reason), -1);
 		close(reply);
 		return 1;
 	}

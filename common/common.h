@@ -43,6 +43,14 @@ enum egress_reason {
 
 const char *egress_reason_name(enum egress_reason r);
 /*
+ * The wire code of a reason, as EGR1 and EGF1 replies carry it and libegress returns it
+ * (egress.h's EGRESS_ERR_*): 0 for allowed, else -(1000 + r). egress_reason_of_code is
+ * the way back: the reason, or -1 for a code that is none (-1000, positive, off the end).
+ */
+#define EGRESS_REASON_CODE_BASE 1000
+int32_t egress_reason_code(enum egress_reason r);
+int egress_reason_of_code(int32_t code);
+/*
  * What each client sees, from the SPEC's table: the HTTP status (0: the connection is
  * only closed), the SOCKS5 REP and the SOCKS4 CD (-1: closed without a reply).
  */

@@ -1,4 +1,10 @@
-/* reason.c: names of the SPEC's reasons, in table order. */
+/*
+ * reason.c: the SPEC's reasons, in table order: their names, what each frontend's client
+ * sees, and the wire code -(1000 + row) that EGR1 and EGF1 replies carry and libegress
+ * returns (egress.h spells those codes out as EGRESS_ERR_*). The one place that maps a
+ * reason to a code and back; libegress compiles this file into itself. A code read from
+ * a peer is trusted for nothing: one outside the table maps to no reason.
+ */
 #include "config.h"
 
 #include <string.h>
@@ -46,6 +52,24 @@ egress_reason_from_name(const char *s)
 		if (strcmp(reason_names[i], s) == 0)
 			return i;
 	return -1;
+}
+
+int32_t
+egress_reason_code(enum egress_reason r)
+{
+	return r == EGRESS_ALLOWED ? 0 : -(EGRESS_REASON_CODE_BASE + (int32_t)r);
+}
+
+int
+egress_reason_of_code(int32_t code)
+{
+	if (code == 0)
+		return EGRESS_ALLOWED;
+	/* -1000 would be allowed spelled as a refusal: not a code anyone sends. */
+	if (code > -(EGRESS_REASON_CODE_BASE + 1) ||
+	    code < -(EGRESS_REASON_CODE_BASE + EGRESS_REASON_COUNT - 1))
+		return -1;
+	return (int)(-code - EGRESS_REASON_CODE_BASE);
 }
 
 /* The SPEC's table "Reasons and what each client sees", row by row. */

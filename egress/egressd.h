@@ -18,7 +18,9 @@
 #include "common.h"
 #include "policy.h"
 #include "receipt.h"
-#include "proto.h"
+#include "http.h"
+#include "native.h"
+#include "socks.h"
 #include "synth.h"
 
 #define EGRESSD_MAX_NAT64 16

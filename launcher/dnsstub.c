@@ -1,9 +1,9 @@
 /*
  * dnsstub.c: the stub resolver inside the sandbox (SPEC "Names and connections inside
  * the sandbox"). It listens on 127.0.0.53:53, UDP and TCP, reads each query with the
- * bounded parser of dnswire.c, asks egressd the question (name, type) over the pinned
- * principal socket with the native question verb (docs/native.md, one question per
- * connection) and answers from egressd's 18-byte answer: it knows no policy, keeps no
+ * bounded parser of proto/dnswire.c, asks egressd the question (name, type) over the
+ * pinned principal socket with the native question verb (docs/native.md, proto/native.c;
+ * one question per connection) and answers from egressd's 18-byte answer: it knows no policy, keeps no
  * mapping and caches nothing. It trusts egressd's answers (through the pinned socket
  * only) and nothing that arrives on its own sockets, which any program in the sandbox may
  * write to.
@@ -37,7 +37,7 @@
 #include "common.h"
 #include "dnsstub.h"
 #include "dnswire.h"
-#include "nativecli.h"
+#include "native.h"
 #include "sandbox.h"
 
 #define DNSSTUB_SLOTS 64             /* questions and TCP connections at once */
@@ -68,7 +68,7 @@ struct dnsstub_slot {
 	uint8_t obuf[2 + DNSWIRE_ANSWER_MAX];    /* TCP: the answer being written */
 	size_t olen, ooff;
 	int efd;                     /* the question's connection to egressd, else -1 */
-	uint8_t ebuf[NATIVECLI_ANSWER];
+	uint8_t ebuf[EGRESS_NATIVE_ANSWER];
 	size_t elen;
 	struct dnswire_query q;
 	struct event *cev, *eev, *timer;
@@ -158,7 +158,7 @@ static void
 dnsstub_egress_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct dnsstub_slot *s = arg;
-	struct nativecli_answer a;
+	struct native_answer a;
 	ssize_t n;
 
 	(void)what;
@@ -173,7 +173,7 @@ dnsstub_egress_cb(evutil_socket_t fd, short what, void *arg)
 	s->elen += (size_t)n;
 	if (s->elen < sizeof(s->ebuf))
 		return;
-	if (nativecli_answer_parse(s->ebuf, &a) == -1 || a.rcode > DNSWIRE_NXDOMAIN) {
+	if (native_answer_parse(s->ebuf, &a) == -1 || a.rcode > DNSWIRE_NXDOMAIN) {
 		dnsstub_reply(s, DNSWIRE_SERVFAIL, NULL, 0);
 		return;
 	}
@@ -184,7 +184,7 @@ dnsstub_egress_cb(evutil_socket_t fd, short what, void *arg)
 static void
 dnsstub_query(struct dnsstub_slot *s, const uint8_t *buf, size_t len)
 {
-	uint8_t req[NATIVECLI_QUESTION_MAX];
+	uint8_t req[EGRESS_NATIVE_REQUEST_MAX];
 	size_t reqlen;
 
 	switch (dnswire_parse(buf, len, &s->q)) {
@@ -198,8 +198,8 @@ dnsstub_query(struct dnsstub_slot *s, const uint8_t *buf, size_t len)
 	case DNSWIRE_QUERY:
 		break;
 	}
-	if (!s->q.text_ok || (reqlen = nativecli_question(s->q.qtype, s->q.text,
-	    s->q.textlen, req)) == 0) {
+	if (!s->q.text_ok || (reqlen = native_request_build(EGRESS_NATIVE_QUESTION,
+	    s->q.qtype, s->q.text, s->q.textlen, req)) == 0) {
 		/* No name egressd could allow (the root, a label with '.' or NUL). */
 		dnsstub_reply(s, DNSWIRE_NXDOMAIN, NULL, 0);
 		return;

@@ -44,6 +44,7 @@
 #include <event2/event.h>
 
 #include "common.h"
+#include "native.h"
 #include "policy.h"
 #include "sandbox.h"
 
@@ -58,7 +59,7 @@ struct relay_conn {
 	struct event *rd[2];                   /* our reads: [0] client, [1] egress */
 	bool client_eof, egress_eof;
 	bool client_shut, egress_shut;
-	uint8_t reply[8];                      /* transparent: egressd's EGR1 reply ... */
+	uint8_t reply[EGRESS_NATIVE_REPLY];    /* transparent: egressd's EGR1 reply ... */
 	size_t reply_need;                     /* ... bytes of it still to come, else 0 */
 	struct relay_conn *next, *prev;
 };
@@ -154,6 +155,7 @@ relay_read(evutil_socket_t fd, short what, void *arg)
 	struct event *ev = rc->rd[from_client ? 0 : 1];
 	size_t queued = evbuffer_get_length(out);
 	ssize_t n, w = 0;
+	int32_t code = 0;
 
 	(void)what;
 	if (!from_client && rc->reply_need > 0) {
@@ -163,15 +165,13 @@ relay_read(evutil_socket_t fd, short what, void *arg)
 			return;
 		if (n > 0)
 			rc->reply_need -= (size_t)n;
-		if (n <= 0 || (rc->reply_need == 0 && (memcmp(rc->reply, "EGR1", 4) != 0 ||
-		    memcmp(rc->reply + 4, "\0\0\0\0", 4) != 0))) {
+		if (n <= 0 || (rc->reply_need == 0 &&
+		    (native_reply_parse(rc->reply, &code) == -1 || code != 0))) {
 			/* Refused: reset by relay_free (reply_need stays above 0 or it is set
 			 * again below). */
 			if (verbose && n > 0)
 				fprintf(stderr, "egress-relay: transparent connect refused (%d)\n",
-				    (int)(int32_t)((uint32_t)rc->reply[4] << 24 |
-				    (uint32_t)rc->reply[5] << 16 | (uint32_t)rc->reply[6] << 8 |
-				    rc->reply[7]));
+				    (int)code);      /* 0: the reply was not EGR1 */
 			rc->reply_need = sizeof(rc->reply);
 			relay_free(rc);
 		}
@@ -265,12 +265,11 @@ relay_listen_onoff(bool on, void *arg)
  * transparent listener itself) has none and is refused: 0 bytes, -1.
  */
 static int
-relay_transparent_request(int fd, uint8_t *out, size_t *outlen)
+relay_transparent_request(int fd, uint8_t out[EGRESS_NATIVE_REQUEST_MAX], size_t *outlen)
 {
 	struct sockaddr_in dst, self;
 	socklen_t dl = sizeof(dst), sl = sizeof(self);
 	char host[INET_ADDRSTRLEN];
-	size_t hl;
 
 	if (getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &dst, &dl) == -1 ||
 	    dst.sin_family != AF_INET ||
@@ -278,13 +277,9 @@ relay_transparent_request(int fd, uint8_t *out, size_t *outlen)
 	    (dst.sin_addr.s_addr == self.sin_addr.s_addr && dst.sin_port == self.sin_port) ||
 	    inet_ntop(AF_INET, &dst.sin_addr, host, sizeof(host)) == NULL)
 		return -1;
-	hl = strlen(host);
-	memcpy(out, "EGR1\1\2", 6);
-	memcpy(out + 6, &dst.sin_port, 2);        /* already big-endian */
-	out[8] = (uint8_t)hl;
-	memcpy(out + 9, host, hl);
-	*outlen = 9 + hl;
-	return 0;
+	*outlen = native_request_build(EGRESS_NATIVE_TRANSPARENT, ntohs(dst.sin_port), host,
+	    strlen(host), out);
+	return *outlen == 0 ? -1 : 0;           /* port 0: nothing egressd would allow */
 }
 
 static void
@@ -296,7 +291,7 @@ relay_accept_cb(evutil_socket_t lfd, short what, void *arg)
 	for (int i = 0; i < 64; i++) {
 		int fd = egress_accept(lfd, &accept_pause), efd, one = 1;
 		struct relay_conn *rc;
-		uint8_t req[9 + INET_ADDRSTRLEN];
+		uint8_t req[EGRESS_NATIVE_REQUEST_MAX];
 		size_t reqlen = 0;
 
 		if (fd == -1)

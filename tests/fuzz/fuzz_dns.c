@@ -1,6 +1,6 @@
 /*
  * fuzz_dns.c: libFuzzer target for the stub resolver's DNS parser and encoder
- * (launcher/dnswire.c). Beyond not crashing (ASan catches a read past the input, which
+ * (proto/dnswire.c). Beyond not crashing (ASan catches a read past the input, which
  * libFuzzer hands over in a buffer of exactly size bytes): an accepted query has a
  * name within 255 octets and a text form within 253; its answer, for every rcode and
  * with and without an address, has the query's id and carries the query's question

@@ -1,8 +1,9 @@
 /*
- * fuzz_fd4.c: libFuzzer target for egress-broker's request datagram validation
- * (fd4_parse_request). Beyond not crashing: an accepted datagram has a port, a host of
- * exactly the announced length without NUL, and rebuilding it from the parsed fields
- * gives the same bytes; a refusal is always malformed-request.
+ * fuzz_fd4.c: libFuzzer target for EGF1 (proto/fd4.c): egress-broker's request datagram
+ * validation (fd4_parse_request) and libegress's reply parser. Beyond not crashing: an
+ * accepted datagram has a port, a host of exactly the announced length without NUL, and
+ * libegress's builder (fd4_request_build) given the parsed fields writes the same bytes;
+ * a refusal is always malformed-request; a reply parses only at its size with its magic.
  */
 #include "config.h"
 
@@ -10,7 +11,7 @@
 #include <string.h>
 
 #include "common.h"
-#include "fd4proto.h"
+#include "fd4.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -20,7 +21,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fd4_request req;
 	uint8_t again[EGRESS_FD4_REQUEST_MAX];
 	int r = fd4_parse_request(data, size, &req);
+	uint32_t id;
+	int32_t code;
 
+	/* The input as a reply, as libegress reads one: 12 bytes with the magic, or nothing. */
+	if (fd4_reply_parse(data, size, &id, &code) == 0 &&
+	    (size != EGRESS_FD4_REPLY || memcmp(data, EGRESS_FD4_MAGIC, 4) != 0))
+		abort();
 	if (r != 0) {
 		if (r != EGRESS_MALFORMED_REQUEST)
 			abort();
@@ -29,18 +36,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size > EGRESS_FD4_REQUEST_MAX || req.port == 0 || req.hostlen == 0 ||
 	    strlen(req.host) != req.hostlen || !req.has_id)
 		abort();
-	fd4_reply(req.id, 0, again);    /* magic and id, as a reply would carry them */
-	if (memcmp(again, data, 8) != 0)
+	/* libegress's builder writes exactly these bytes for what was parsed */
+	if (fd4_request_build(req.id, req.timeout_ms, req.port, req.host, req.hostlen, again) !=
+	    size || memcmp(again, data, size) != 0)
 		abort();
-	again[8] = (uint8_t)(req.timeout_ms >> 24);
-	again[9] = (uint8_t)(req.timeout_ms >> 16);
-	again[10] = (uint8_t)(req.timeout_ms >> 8);
-	again[11] = (uint8_t)req.timeout_ms;
-	again[12] = (uint8_t)(req.port >> 8);
-	again[13] = (uint8_t)req.port;
-	again[14] = req.hostlen;
-	memcpy(again + EGRESS_FD4_REQUEST_HEAD, req.host, req.hostlen);
-	if ((size_t)EGRESS_FD4_REQUEST_HEAD + req.hostlen != size || memcmp(again, data, size) != 0)
+	/* and a reply built for it parses back to its id */
+	fd4_reply(req.id, -1003, again);
+	if (fd4_reply_parse(again, EGRESS_FD4_REPLY, &id, &code) != 0 || id != req.id ||
+	    code != -1003)
 		abort();
 	return 0;
 }

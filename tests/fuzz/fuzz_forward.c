@@ -1,6 +1,6 @@
 /*
  * fuzz_forward.c: libFuzzer target for the body framing of a forwarded request
- * (http_framing_start / http_framing_take in egress/http.c): which client bytes after
+ * (http_framing_start / http_framing_take in proto/http.c): which client bytes after
  * the head egressd sends upstream. It trusts nothing in the input.
  *
  * Input: byte 0 picks the framing (none, Content-Length, chunked), bytes 1-2 the
@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto.h"
+#include "http.h"
 
 #define FUZZ_HEADER 4                /* framing, length (2), split seed */
 #define FUZZ_SPLITS 4                /* splittings tried besides whole and bytewise */

@@ -1,5 +1,5 @@
 /*
- * fuzz_http.c: libFuzzer target for the HTTP frontend (egress/http.c): request heads,
+ * fuzz_http.c: libFuzzer target for the HTTP frontend (proto/http.c): request heads,
  * the head forwarded upstream, and the chunked-body scanner. Properties checked, beyond
  * not crashing and not reading past the input (ASan):
  *  - an accepted head ends in CRLF CRLF within the input and within EGRESS_HTTP_HEAD_MAX;
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "proto.h"
+#include "http.h"
 
 /* The forwarded head is the client's head with Host rewritten: twice the limit is ample. */
 #define FUZZ_OUT_MAX (2 * EGRESS_HTTP_HEAD_MAX + 1024)

@@ -1,5 +1,5 @@
 /*
- * fuzz_socks.c: libFuzzer target for the SOCKS frontends (egress/socks.c): one SOCKS4/4a
+ * fuzz_socks.c: libFuzzer target for the SOCKS frontends (proto/socks.c): one SOCKS4/4a
  * request, and SOCKS5 conversations. Properties checked, beyond not crashing and not
  * reading past the input (ASan):
  *  - consumed never exceeds what was given, a reply is at most 10 bytes, an OK step
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto.h"
+#include "socks.h"
 
 #define FUZZ_STEPS_MAX 4            /* greeting, auth, request, and one more refused */
 #define FUZZ_OUT_MAX (FUZZ_STEPS_MAX * 10)

@@ -1,6 +1,6 @@
 /*
  * fuzz_tls.c: libFuzzer target for the ClientHello inspector of the SNI guard
- * (egress/tls.c). The input is a client byte stream as egressd would hold it.
+ * (proto/tls.c). The input is a client byte stream as egressd would hold it.
  *
  * Besides "no crash, no read past len" (ASan; the prefix is copied to a buffer of exactly
  * its length), it checks what egressd relies on:

@@ -1,5 +1,5 @@
 /*
- * check_dnswire.c: the stub resolver's DNS wire parser and encoder (launcher/dnswire.c):
+ * check_dnswire.c: the stub resolver's DNS wire parser and encoder (proto/dnswire.c):
  * one question read with case kept in the echo and lower case in the text form, label and
  * name bounds, compression pointers refused, counts, opcodes and classes refused with
  * the right rcode, EDNS OPT ignored, responses and short input dropped, answers built.

@@ -2,7 +2,8 @@
  * check_fd4.c: the fd-4 channel's framing. libegress (egress_fd4_connect) against a fake
  * broker thread on a socketpair: allowed gives a usable stream, refusals their codes and
  * errno, silence a timeout, bad arguments malformed-request, a foreign id is ignored.
- * And egress-broker's datagram validation (fd4_parse_request), table-driven.
+ * And egress-broker's datagram validation (fd4_parse_request), table-driven, and EGF1's
+ * other direction (libegress's fd4_request_build, the broker's replies) round trip.
  */
 #include "config.h"
 
@@ -19,7 +20,7 @@
 
 #include "common.h"
 #include "egress.h"
-#include "fd4proto.h"
+#include "fd4.h"
 #include "fdpass.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -287,6 +288,29 @@ START_TEST(test_strerror)
 }
 END_TEST
 
+/* common/reason.c's code mapping, both ways: every reason round-trips, nothing else maps. */
+static const int32_t not_codes[] = { -1000, 1, 1001, -1023, -999, INT32_MIN, INT32_MAX };
+
+START_TEST(test_reason_code_roundtrip)
+{
+	for (int r = 0; r < EGRESS_REASON_COUNT; r++) {
+		int32_t code = egress_reason_code((enum egress_reason)r);
+
+		ck_assert_int_eq(code, r == 0 ? 0 : -(1000 + r));
+		ck_assert_int_eq(egress_reason_of_code(code), r);
+	}
+	ck_assert_int_eq(egress_reason_code(EGRESS_NOT_ALLOWLISTED), EGRESS_ERR_NOT_ALLOWLISTED);
+	ck_assert_int_eq(egress_reason_code(EGRESS_SHUTDOWN), EGRESS_ERR_SHUTDOWN);
+}
+END_TEST
+
+START_TEST(test_reason_not_code)
+{
+	ck_assert_int_eq(egress_reason_of_code(not_codes[_i]), -1);
+	ck_assert_str_eq(egress_strerror(not_codes[_i]), "unknown");
+}
+END_TEST
+
 /* --- fd4_parse_request --------------------------------------------------------------- */
 
 struct dgram_case {
@@ -357,6 +381,83 @@ START_TEST(test_parse_bounds)
 }
 END_TEST
 
+/* --- EGF1 both ways: fd4_request_build -> fd4_parse_request, fd4_reply -> parse --- */
+
+START_TEST(test_build_roundtrip)
+{
+	const struct dgram_case *c = &dgrams[_i];
+	uint8_t out[EGRESS_FD4_REQUEST_MAX];
+	struct fd4_request req;
+	size_t len;
+
+	if (c->reason != 0)
+		return;              /* only what a request can be is built */
+	len = fd4_request_build(c->id, 1000, c->port, c->host, strlen(c->host), out);
+	ck_assert_uint_eq(len, c->len);
+	ck_assert(memcmp(out, c->bytes, len) == 0);
+	ck_assert_int_eq(fd4_parse_request(out, len, &req), 0);
+	ck_assert_uint_eq(req.id, c->id);
+	ck_assert_uint_eq(req.port, c->port);
+	ck_assert_str_eq(req.host, c->host);
+}
+END_TEST
+
+START_TEST(test_build_bounds)
+{
+	uint8_t out[EGRESS_FD4_REQUEST_MAX];
+	char host[EGRESS_FD4_HOST_MAX + 1];
+	struct fd4_request req;
+
+	memset(host, 'h', sizeof(host));
+	ck_assert_uint_eq(fd4_request_build(1, 0, 0, "a", 1, out), 0);
+	ck_assert_uint_eq(fd4_request_build(1, 0, 443, "", 0, out), 0);
+	ck_assert_uint_eq(fd4_request_build(1, 0, 443, host, sizeof(host), out), 0);
+	ck_assert_uint_eq(fd4_request_build(0xfffffffe, 0, 443, host, EGRESS_FD4_HOST_MAX, out),
+	    EGRESS_FD4_REQUEST_MAX);
+	ck_assert_int_eq(fd4_parse_request(out, EGRESS_FD4_REQUEST_MAX, &req), 0);
+	ck_assert_uint_eq(req.id, 0xfffffffe);
+	ck_assert_uint_eq(req.timeout_ms, 0);
+	ck_assert_uint_eq(req.hostlen, EGRESS_FD4_HOST_MAX);
+	ck_assert_int_eq(fd4_timeout_ms(req.timeout_ms), FD4_TIMEOUT_DEFAULT_MS);
+}
+END_TEST
+
+static const struct {
+	uint32_t id;
+	int32_t code;
+} fd4_replies[] = {
+	{ 1, 0 }, { 7, EGRESS_ERR_NOT_ALLOWLISTED }, { 0xffffffff, EGRESS_ERR_SHUTDOWN },
+	{ 0, EGRESS_ERR_MALFORMED_REQUEST }, { 42, 5 },
+};
+
+START_TEST(test_reply_roundtrip)
+{
+	uint8_t out[EGRESS_FD4_REPLY];
+	uint32_t id = 0;
+	int32_t code = 12345;
+
+	fd4_reply(fd4_replies[_i].id, fd4_replies[_i].code, out);
+	ck_assert_int_eq(fd4_reply_parse(out, sizeof(out), &id, &code), 0);
+	ck_assert_uint_eq(id, fd4_replies[_i].id);
+	ck_assert_int_eq(code, fd4_replies[_i].code);
+}
+END_TEST
+
+START_TEST(test_reply_refused)
+{
+	uint8_t out[EGRESS_FD4_REPLY + 1] = { 0 };
+	uint32_t id;
+	int32_t code;
+
+	fd4_reply(3, 0, out);
+	ck_assert_int_eq(fd4_reply_parse(out, EGRESS_FD4_REPLY - 1, &id, &code), -1);
+	ck_assert_int_eq(fd4_reply_parse(out, EGRESS_FD4_REPLY + 1, &id, &code), -1);
+	ck_assert_int_eq(fd4_reply_parse(out, 0, &id, &code), -1);
+	out[0] = 'X';
+	ck_assert_int_eq(fd4_reply_parse(out, EGRESS_FD4_REPLY, &id, &code), -1);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -388,9 +489,19 @@ main(void)
 	tc = tcase_create("reason names");
 	tcase_add_test(tc, test_strerror);
 	suite_add_tcase(s, tc);
+	tc = tcase_create("reason codes: reason to code and back, nothing else is one");
+	tcase_add_test(tc, test_reason_code_roundtrip);
+	tcase_add_loop_test(tc, test_reason_not_code, 0, (int)NELEM(not_codes));
+	suite_add_tcase(s, tc);
 	tc = tcase_create("request datagram validation");
 	tcase_add_loop_test(tc, test_parse, 0, (int)NELEM(dgrams));
 	tcase_add_test(tc, test_parse_bounds);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("EGF1 both ways: built requests parse back, replies decode");
+	tcase_add_loop_test(tc, test_build_roundtrip, 0, (int)NELEM(dgrams));
+	tcase_add_test(tc, test_build_bounds);
+	tcase_add_loop_test(tc, test_reply_roundtrip, 0, (int)NELEM(fd4_replies));
+	tcase_add_test(tc, test_reply_refused);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);

@@ -1,5 +1,5 @@
 /*
- * check_http.c: unit tests for the HTTP frontend (egress/http.c): request heads
+ * check_http.c: unit tests for the HTTP frontend (proto/http.c): request heads
  * (CONNECT and absolute-form forwarding), the head sent upstream, error responses and
  * the chunked-body scanner, against SPEC "egressd / Frontends", the reasons table and
  * the vectors of protocol-notes part (a.3).
@@ -18,7 +18,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "proto.h"
+#include "http.h"
 
 #define B(lit) lit, (sizeof(lit) - 1)
 #define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))

@@ -1,5 +1,5 @@
 /*
- * check_socks.c: unit tests for the SOCKS frontends (egress/socks.c): SOCKS5 (RFC 1928)
+ * check_socks.c: unit tests for the SOCKS frontends (proto/socks.c): SOCKS5 (RFC 1928)
  * with RFC 1929 username/password, and SOCKS4/4a, against SPEC "egressd / Frontends",
  * the reasons table (REP and CD bytes) and the vectors of protocol-notes parts (a.1) and
  * (a.2).
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto.h"
+#include "socks.h"
 
 #define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
 #define IN(lit) .in = (lit), .len = sizeof(lit) - 1

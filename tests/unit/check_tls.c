@@ -1,5 +1,5 @@
 /*
- * check_tls.c: unit tests for the ClientHello inspector of the SNI guard (egress/tls.c)
+ * check_tls.c: unit tests for the ClientHello inspector of the SNI guard (proto/tls.c)
  * against SPEC "egressd / SNI guard", the reasons sni-malformed / not-tls and the layout,
  * vectors and edge cases of protocol-notes part (b).
  *

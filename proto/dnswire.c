@@ -1,13 +1,13 @@
 /*
  * dnswire.c: one DNS query in, one answer out, for the sandbox's stub resolver
- * (dnsstub.c). The bytes come from any program in the sandbox and are trusted for
- * nothing: every read is checked against len, every name against the RFC 1035 bounds
+ * (launcher/dnsstub.c). The bytes come from any program in the sandbox and are trusted
+ * for nothing: every read is checked against len, every name against the RFC 1035 bounds
  * (63 per label, 255 in all), and no compression pointer is followed (a question has no
  * earlier name to point to, so a pointer there is malformed: FORMERR). Nothing after the
  * question is read: an EDNS OPT record in the additional section is ignored, and the
  * answer carries none, which RFC 6891 section 7 allows a responder that does not do EDNS,
- * and which costs nothing here: an answer is at most DNSWIRE_ANSWER_MAX (287) bytes, under
- * the 512 every client accepts without EDNS.
+ * and which costs nothing here: an answer is at most DNSWIRE_ANSWER_MAX (287) bytes,
+ * under the 512 every client accepts without EDNS.
  */
 #include "config.h"
 

@@ -1,8 +1,10 @@
 /*
- * libegress.c: egress_fd4_connect() and egress_strerror() (egress.h). Trusts the broker
- * for nothing but the framing: a reply must carry this request's id, and a stream is
- * accepted only with code 0. Every descriptor it makes or receives is close-on-exec and
- * closed on every path that does not return it.
+ * libegress.c: egress_fd4_connect() and egress_strerror() (egress.h). The installed
+ * library is built with common/reason.c (reason names and codes), common/fdpass.c and
+ * proto/fd4.c (the EGF1 datagrams). Trusts the broker for nothing but the framing: a
+ * reply must carry this request's id, and a stream is accepted only with code 0. Every
+ * descriptor it makes or receives is close-on-exec and closed on every path that does
+ * not return it.
  */
 #include "config.h"
 
@@ -16,51 +18,31 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "egress.h"
+#include "fd4.h"
 #include "fdpass.h"
 
 static pthread_mutex_t fd4_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t fd4_next_id;            /* under fd4_lock */
 
 /* The broker caps a request at 120 s; without a timeout it uses 30 s. */
-#define FD4_DEFAULT_WAIT_MS 130000
+#define FD4_DEFAULT_WAIT_MS (FD4_TIMEOUT_MAX_MS + 10000)
 /* Replies with a foreign id that one call skips before giving up. */
 #define FD4_MAX_STRAY 64
 
-static const char *const fd4_names[] = {
-	"allowed", "not-allowlisted", "denied-by-rule", "malformed-request", "bad-host",
-	"private-address", "dns-failure", "dns-timeout", "connect-refused", "connect-timeout",
-	"quota-connections", "quota-rate", "quota-bytes", "sni-missing", "sni-mismatch",
-	"sni-malformed", "sni-ech", "not-tls", "unsupported", "handshake-timeout", "peer-uid",
-	"idle-timeout", "shutdown",
-};
+/* egress.h spells the codes out for its users; common/reason.c owns the mapping. */
+_Static_assert(EGRESS_ERR_NOT_ALLOWLISTED ==
+    -(EGRESS_REASON_CODE_BASE + EGRESS_NOT_ALLOWLISTED), "egress.h's codes follow the table");
+_Static_assert(EGRESS_ERR_SHUTDOWN == -(EGRESS_REASON_CODE_BASE + EGRESS_SHUTDOWN) &&
+    EGRESS_SHUTDOWN == EGRESS_REASON_COUNT - 1, "egress.h's codes end where the table ends");
 
 const char *
 egress_strerror(int code)
 {
-	int row;
+	int r = egress_reason_of_code(code);
 
-	if (code == 0)
-		return fd4_names[0];
-	if (code > -1001 || code < -1022)
-		return "unknown";
-	row = -code - 1000;
-	return fd4_names[row];
-}
-
-static void
-put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static uint32_t
-get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+	return r == -1 ? "unknown" : egress_reason_name((enum egress_reason)r);
 }
 
 static int64_t
@@ -85,24 +67,21 @@ fd4_request(int chan, const char *host, size_t hostlen, uint16_t port, int timeo
 {
 	uint8_t req[EGRESS_FD4_REQUEST_MAX], rep[EGRESS_FD4_REPLY + 1];
 	int pair[2], stream, nfds, trunc, left, err, strays = 0;
-	uint32_t id = ++fd4_next_id;
+	uint32_t id = ++fd4_next_id, rid;
 	int64_t deadline;
 	struct pollfd pfd;
 	ssize_t n;
 	int32_t code;
+	size_t reqlen = fd4_request_build(id, timeout_ms > 0 ? (uint32_t)timeout_ms : 0, port,
+	    host, hostlen, req);
 
-	memcpy(req, EGRESS_FD4_MAGIC, 4);
-	put32(req + 4, id);
-	put32(req + 8, timeout_ms > 0 ? (uint32_t)timeout_ms : 0);
-	req[12] = (uint8_t)(port >> 8);
-	req[13] = (uint8_t)port;
-	req[14] = (uint8_t)hostlen;
-	memcpy(req + EGRESS_FD4_REQUEST_HEAD, host, hostlen);
+	if (reqlen == 0)        /* egress_fd4_connect checked the arguments */
+		return fail(EGRESS_ERR_MALFORMED_REQUEST, EINVAL);
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) == -1)
 		return fail(EGRESS_ERR_SHUTDOWN, errno);
 	deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : FD4_DEFAULT_WAIT_MS);
-	n = egress_fdpass_send(chan, req, EGRESS_FD4_REQUEST_HEAD + hostlen, pair[1],
+	n = egress_fdpass_send(chan, req, reqlen, pair[1],
 	    timeout_ms > 0 ? timeout_ms : FD4_DEFAULT_WAIT_MS);
 	err = errno;
 	close(pair[1]);         /* the broker holds its own copy now (or never will) */
@@ -143,8 +122,7 @@ fd4_request(int chan, const char *host, size_t hostlen, uint16_t port, int timeo
 			close(pair[0]);
 			return fail(EGRESS_ERR_SHUTDOWN, EPIPE);
 		}
-		if (n != EGRESS_FD4_REPLY || trunc || memcmp(rep, EGRESS_FD4_MAGIC, 4) != 0 ||
-		    get32(rep + 4) != id) {
+		if (trunc || fd4_reply_parse(rep, (size_t)n, &rid, &code) == -1 || rid != id) {
 			/* not our answer: ignore it, but not forever */
 			if (stream != -1)
 				close(stream);
@@ -155,7 +133,6 @@ fd4_request(int chan, const char *host, size_t hostlen, uint16_t port, int timeo
 			continue;
 		}
 		close(pair[0]);
-		code = (int32_t)get32(rep + 8);
 		if (code != 0) {
 			if (stream != -1)
 				close(stream);

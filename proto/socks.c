@@ -36,7 +36,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "proto.h"
+#include "socks.h"
 
 #define SOCKS5_VERSION 0x05
 #define SOCKS5_AUTH_VERSION 0x01      /* RFC 1929 sub-negotiation */

@@ -49,7 +49,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "proto.h"
+#include "http.h"
 
 /* Content-Length and chunk sizes stay below 2^63 so that they fit off_t everywhere. */
 #define HTTP_LENGTH_MAX ((uint64_t)INT64_MAX)

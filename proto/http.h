@@ -1,41 +1,12 @@
 /*
- * proto.h: the parsers of the frontends egressd sniffs on a principal connection:
- * HTTP/1.1 (CONNECT and absolute-form forwarding), SOCKS5 (RFC 1928, RFC 1929) and
- * SOCKS4/4a. Every function here is pure: it looks at the bytes received so far, never
- * reads past len, never allocates, and answers NEED_MORE, OK or ERROR with a reason.
- * Input may arrive split at any byte or coalesced with what follows (bytes after the
- * request are tunnel payload and are left alone: *consumed says where the request ends).
+ * http.h: HTTP/1.1 as egressd's frontend speaks it (http.c): the request head parsed in
+ * (CONNECT and absolute-form forwarding), the head forwarded upstream and error
+ * responses written out, and the framing of the one forwarded body.
  */
-#ifndef EGRESS_PROTO_H
-#define EGRESS_PROTO_H
+#ifndef EGRESS_PROTO_HTTP_H
+#define EGRESS_PROTO_HTTP_H
 
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-
-#include "common.h"
-#include "policy.h"
-
-enum proto_status {
-	PROTO_ERROR = -1,
-	PROTO_NEED_MORE = 0,
-	PROTO_OK = 1,
-};
-
-/* Why a request was refused before any policy decision. */
-struct proto_error {
-	enum egress_reason reason;   /* malformed-request, bad-host, unsupported */
-	int http_status;             /* HTTP status to send (400, 405, 431...) */
-	int socks_rep;               /* SOCKS: the status byte sent (SOCKS5: what is in the
-	                              * reply); -1: none sent by the parser, use the table's */
-	const char *why;             /* static text for the log */
-	const uint8_t *raw;          /* the offending host bytes, for the receipt's "raw" */
-	size_t raw_len;
-	bool has_port;               /* bad-host: the request's port (1..65535) was valid, */
-	uint16_t port;               /* so the receipt still names it */
-};
-
-/* --- http.c -------------------------------------------------------------------------- */
+#include "proto.h"
 
 #define EGRESS_HTTP_HEAD_MAX 16384   /* request line + headers + blank line */
 #define EGRESS_HTTP_HEADERS_MAX 100  /* header lines */
@@ -177,108 +148,5 @@ void http_framing_start(struct http_framing *f, enum http_body body, uint64_t co
  */
 enum proto_status http_framing_take(struct http_framing *f, const uint8_t *buf, size_t len,
     size_t *taken, struct proto_error *err);
-
-/* --- socks.c ------------------------------------------------------------------------- */
-
-#define EGRESS_SOCKS_NAME_MAX 255    /* SOCKS4a host and user id, SOCKS5 name */
-
-struct socks_request {
-	int version;                 /* 4 or 5 */
-	bool by_name;                /* SOCKS5 ATYP 3 or SOCKS4a: the client sent a name */
-	struct host host;            /* canonical */
-	uint16_t port;               /* may be 0: the policy refuses it */
-};
-
-enum socks5_stage {
-	SOCKS5_GREETING = 0,
-	SOCKS5_AUTH,                 /* RFC 1929 username/password, any credential accepted */
-	SOCKS5_REQUEST,
-	SOCKS5_DONE,
-};
-
-struct socks5 {
-	enum socks5_stage stage;
-};
-
-/*
- * Takes the next SOCKS5 message from buf. OK: *consumed bytes were one message; reply
- * (replylen bytes, at most 10) must be sent to the client; when the stage becomes
- * SOCKS5_DONE, req holds the CONNECT request and no reply is written (the caller answers
- * after its decision with socks5_reply). ERROR: reply holds the failure answer to send
- * before closing (may be empty), err says why.
- */
-enum proto_status socks5_step(struct socks5 *s, const uint8_t *buf, size_t len,
-    size_t *consumed, uint8_t reply[10], size_t *replylen, struct socks_request *req,
-    struct proto_error *err);
-/* A complete reply with BND.ADDR 0.0.0.0:0. */
-size_t socks5_reply(uint8_t rep, uint8_t out[10]);
-
-/* One SOCKS4 or SOCKS4a request; OK: *consumed bytes were the request. */
-enum proto_status socks4_parse(const uint8_t *buf, size_t len, size_t *consumed,
-    struct socks_request *req, struct proto_error *err);
-/* The 8-byte reply, DSTPORT and DSTIP zero. */
-size_t socks4_reply(uint8_t cd, uint8_t out[8]);
-
-/* --- native.c ------------------------------------------------------------------------ */
-
-/*
- * The native connector (docs/native.md): what egress-broker speaks for fd-4 clients.
- *
- *   connect  "EGR1" | version u8 (1) | verb u8 (0) | port u16 | hostlen u8 | host
- *   reply    "EGR1" | code i32          (0: allowed, then the stream is the tunnel;
- *                                        else -(1000 + reason), libegress's codes)
- *
- *   question "EGR1" | version u8 (1) | verb u8 (1) | qtype u16 | qnamelen u8 | qname
- *   answer   "EGR1" | code i32 | rcode u8 | count u8 (0, 1) | ttl u32 | IPv4 [4]
- *            (one question per connection; egressd closes after the answer)
- *
- * Integers are big-endian. It grants nothing the other frontends do not. The verb byte
- * was the flags byte (always 0) before the question verb: an egressd that does not know
- * the verb refuses it with the 8-byte reply, -1003, and closes.
- */
-#define EGRESS_NATIVE_MAGIC "EGR1"
-#define EGRESS_NATIVE_VERSION 1
-#define EGRESS_NATIVE_CONNECT 0          /* verb: a tunnel to host:port */
-#define EGRESS_NATIVE_QUESTION 1         /* verb: a DNS question (qname, qtype) */
-#define EGRESS_NATIVE_TRANSPARENT 2      /* verb: connect, for egress-relay's transparent
-                                          * listener (receipts say transparent) */
-#define EGRESS_NATIVE_HEAD 9             /* magic, version, verb, port/qtype, hostlen */
-#define EGRESS_NATIVE_REPLY 8
-#define EGRESS_NATIVE_ANSWER 18          /* reply, rcode, count, ttl, address */
-
-/* DNS response codes (RFC 1035) an answer carries. */
-#define EGRESS_DNS_NOERROR 0
-#define EGRESS_DNS_FORMERR 1
-#define EGRESS_DNS_SERVFAIL 2
-#define EGRESS_DNS_NXDOMAIN 3
-#define EGRESS_DNS_TYPE_A 1
-#define EGRESS_DNS_TYPE_AAAA 28
-
-/*
- * A parsed request. verb is set as soon as its byte was seen, also when the request is
- * refused (ERROR), so that the caller answers a question with an answer; qtype too once
- * the head is complete.
- */
-struct native_request {
-	uint8_t verb;                /* EGRESS_NATIVE_CONNECT, _QUESTION or _TRANSPARENT */
-	struct host host;            /* the connect target, or the question's name */
-	uint16_t port;               /* connect: 1..65535; question: 0 */
-	uint16_t qtype;              /* question: 1..65535; connect: 0 */
-};
-
-enum proto_status native_parse(const uint8_t *buf, size_t len, size_t *consumed,
-    struct native_request *req, struct proto_error *err);
-/* The reply for a reason: 0 for allowed, -(1000 + reason) otherwise. */
-size_t native_reply(enum egress_reason reason, uint8_t out[EGRESS_NATIVE_REPLY]);
-/* The rcode a question's answer carries for a reason: NOERROR for allowed, NXDOMAIN for
- * a name the policy refuses (not-allowlisted, denied-by-rule, bad-host), FORMERR for
- * malformed-request, SERVFAIL for anything else. */
-uint8_t native_rcode(enum egress_reason reason);
-/*
- * A question's answer: the reply's code for reason, its rcode, then one IPv4 address
- * with ttl when a is IPv4 and reason is allowed, else no address and ttl 0.
- */
-size_t native_answer(enum egress_reason reason, const struct addr *a, uint32_t ttl,
-    uint8_t out[EGRESS_NATIVE_ANSWER]);
 
 #endif

@@ -1,10 +1,14 @@
 /*
- * fd4proto.h: the request datagram of the fd-4 channel (SPEC "Sandbox path", fd 4),
- * "EGF1" | id u32 | timeout_ms u32 | port u16 | len u8 | host, as egress-broker checks it.
+ * fd4.h: EGF1, the datagrams of the fd-4 channel (SPEC "Sandbox path", fd 4), both
+ * directions (fd4.c):
+ *   request  "EGF1" | id u32 | timeout_ms u32 | port u16 | len u8 | host
+ *   reply    "EGF1" | id u32 | code i32
+ * libegress builds requests and parses replies; egress-broker parses requests and builds
+ * replies. The sizes and the magic are egress.h's (the installed header names them).
  * Pure: looks at len bytes, never allocates.
  */
-#ifndef EGRESS_FD4PROTO_H
-#define EGRESS_FD4PROTO_H
+#ifndef EGRESS_PROTO_FD4_H
+#define EGRESS_PROTO_FD4_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -33,5 +37,16 @@ int fd4_parse_request(const uint8_t *buf, size_t len, struct fd4_request *out);
 int fd4_timeout_ms(uint32_t requested);
 /* The 12-byte reply datagram. */
 void fd4_reply(uint32_t id, int32_t code, uint8_t out[EGRESS_FD4_REPLY]);
+
+/*
+ * libegress's side: the request datagram for host (hostlen bytes, no NUL needed) and
+ * port; its length, or 0 when hostlen is 0 or over EGRESS_FD4_HOST_MAX or port is 0.
+ * timeout_ms 0 asks for the broker's default.
+ */
+size_t fd4_request_build(uint32_t id, uint32_t timeout_ms, uint16_t port, const char *host,
+    size_t hostlen, uint8_t out[EGRESS_FD4_REQUEST_MAX]);
+/* A reply datagram of len bytes: 0 with *id and *code, -1 when it is not one (its size
+ * or its magic). */
+int fd4_reply_parse(const uint8_t *buf, size_t len, uint32_t *id, int32_t *code);
 
 #endif
