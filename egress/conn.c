@@ -480,6 +480,31 @@ conn_write_open(struct conn *c)
 	return true;
 }
 
+/*
+ * The one place bytes are counted: n bytes moved up (client to upstream) or down. They
+ * count for the tunnel's receipt and against the principal's byte budget, whichever path
+ * moved them (the bufferevent relay, the fast relay, the SNI guard's release, the
+ * forwarded head); the move that crosses the budget closes the tunnel (quota-bytes).
+ * Returns false when the connection was closed.
+ */
+static bool
+conn_account(struct conn *c, bool up, size_t n)
+{
+	const struct policy_settings *s = conn_settings(c);
+
+	if (up)
+		c->bytes_up += (uint64_t)n;
+	else
+		c->bytes_down += (uint64_t)n;
+	c->p->bytes += (uint64_t)n;
+	c->last_activity = egressd_now_ms();
+	if (s->quota_bytes != EGRESS_UNLIMITED && c->p->bytes > s->quota_bytes) {
+		conn_close(c, EGRESS_QUOTA_BYTES, "quota-bytes");
+		return false;
+	}
+	return true;
+}
+
 /* Moves what src has to the other side; false when the connection was closed. */
 static bool
 conn_relay_move(struct conn *c, struct bufferevent *src)
@@ -487,7 +512,6 @@ conn_relay_move(struct conn *c, struct bufferevent *src)
 	bool up = src == c->cbev;
 	struct bufferevent *dst = up ? c->ubev : c->cbev;
 	struct evbuffer *in = bufferevent_get_input(src), *out = bufferevent_get_output(dst);
-	const struct policy_settings *s = conn_settings(c);
 	size_t n = evbuffer_get_length(in);
 	int moved;
 
@@ -540,16 +564,8 @@ conn_relay_move(struct conn *c, struct bufferevent *src)
 		return true;
 	if (up && conn_forward_done(c))
 		evbuffer_drain(in, evbuffer_get_length(in));
-	if (up)
-		c->bytes_up += (uint64_t)moved;
-	else
-		c->bytes_down += (uint64_t)moved;
-	c->p->bytes += (uint64_t)moved;
-	c->last_activity = egressd_now_ms();
-	if (s->quota_bytes != EGRESS_UNLIMITED && c->p->bytes > s->quota_bytes) {
-		conn_close(c, EGRESS_QUOTA_BYTES, "quota-bytes");
+	if (!conn_account(c, up, (size_t)moved))
 		return false;
-	}
 	/* Backpressure: a slow reader on dst pauses src; dst's write callback resumes it. */
 	if (evbuffer_get_length(out) >= EGRESSD_RELAY_BUF) {
 		bufferevent_disable(src, EV_READ);
@@ -607,7 +623,6 @@ conn_fast_read(evutil_socket_t fd, short what, void *arg)
 	bool up = fd == bufferevent_getfd(c->cbev);
 	struct bufferevent *dst = up ? c->ubev : c->cbev;
 	struct evbuffer *out = bufferevent_get_output(dst);
-	const struct policy_settings *s = conn_settings(c);
 	size_t queued = evbuffer_get_length(out), room;
 	ssize_t n, w = 0;
 
@@ -652,16 +667,8 @@ conn_fast_read(evutil_socket_t fd, short what, void *arg)
 	}
 	if (w < n)
 		evbuffer_add(out, conn_scratch + w, (size_t)(n - w));
-	if (up)
-		c->bytes_up += (uint64_t)n;
-	else
-		c->bytes_down += (uint64_t)n;
-	c->p->bytes += (uint64_t)n;
-	c->last_activity = egressd_now_ms();
-	if (s->quota_bytes != EGRESS_UNLIMITED && c->p->bytes > s->quota_bytes) {
-		conn_close(c, EGRESS_QUOTA_BYTES, "quota-bytes");
+	if (!conn_account(c, up, (size_t)n))
 		return;
-	}
 	if (evbuffer_get_length(out) >= EGRESSD_RELAY_BUF) {
 		event_del(c->fast[up ? 0 : 1]);
 		bufferevent_setwatermark(dst, EV_WRITE, EGRESSD_RELAY_BUF / 2, 0);
@@ -817,14 +824,10 @@ conn_start_relay(struct conn *c, int fd)
 		/* egressd writes the head, but it is the client's request: it counts as bytes
 		 * up and against the byte quota like the body that follows. */
 		bufferevent_write(c->ubev, c->fwd_head, c->fwd_head_len);
-		c->bytes_up += c->fwd_head_len;
-		c->p->bytes += c->fwd_head_len;
 		free(c->fwd_head);
 		c->fwd_head = NULL;
-		if (s->quota_bytes != EGRESS_UNLIMITED && c->p->bytes > s->quota_bytes) {
-			conn_close(c, EGRESS_QUOTA_BYTES, "quota-bytes");
+		if (!conn_account(c, true, c->fwd_head_len))
 			return;
-		}
 		break;
 	default:
 		break;
@@ -894,18 +897,18 @@ conn_guard_end(struct conn *c)
 	conn_fast_start(c);
 }
 
-/* Releases n held bytes that passed to the upstream. */
-static void
+/*
+ * Releases n held bytes that passed to the upstream. They count against the byte budget
+ * like relayed ones (before, they were counted but never checked: a tunnel whose hello
+ * crossed the budget stayed open). False when that closed the connection.
+ */
+static bool
 conn_guard_release(struct conn *c, size_t n)
 {
 	int moved = evbuffer_remove_buffer(bufferevent_get_input(c->cbev),
 	    bufferevent_get_output(c->ubev), n);
 
-	if (moved > 0) {
-		c->bytes_up += (uint64_t)moved;
-		c->p->bytes += (uint64_t)moved;
-		c->last_activity = egressd_now_ms();
-	}
+	return moved <= 0 || conn_account(c, true, (size_t)moved);
 }
 
 static void
@@ -996,7 +999,8 @@ conn_guard_read(struct bufferevent *bev, void *arg)
 				conn_close(c, EGRESS_SHUTDOWN, "error");
 				return;
 			}
-			conn_guard_release(c, res.len);
+			if (!conn_guard_release(c, res.len))
+				return;
 			c->guard->first = false;
 			c->guard->held = false;
 			/* A second hello (after a retry) is the last one a handshake may have. */
@@ -1009,7 +1013,8 @@ conn_guard_read(struct bufferevent *bev, void *arg)
 			}
 			break;
 		case TLS_PASS:
-			conn_guard_release(c, res.len);
+			if (!conn_guard_release(c, res.len))
+				return;
 			c->guard->first = false;
 			break;
 		case TLS_END:
