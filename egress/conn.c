@@ -102,7 +102,7 @@ struct conn {
 	bool counted;                /* in p->live */
 	bool opened;                 /* open receipt written */
 	uint64_t bytes_up, bytes_down;
-	struct timespec start;
+	int64_t start_ms;            /* CLOCK_MONOTONIC */
 	int64_t last_activity;       /* CLOCK_MONOTONIC ms */
 	bool c_eof, u_eof, c_shut, u_shut;
 	const char *first_eof;
@@ -178,11 +178,7 @@ conn_count_principal(const struct principal *p)
 static int64_t
 conn_elapsed_ms(const struct conn *c)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (int64_t)(now.tv_sec - c->start.tv_sec) * 1000 +
-	    (now.tv_nsec - c->start.tv_nsec) / 1000000;
+	return egress_mono_ms() - c->start_ms;
 }
 
 static const struct policy_settings *
@@ -497,7 +493,7 @@ conn_account(struct conn *c, bool up, size_t n)
 	else
 		c->bytes_down += (uint64_t)n;
 	c->p->bytes += (uint64_t)n;
-	c->last_activity = egressd_now_ms();
+	c->last_activity = egress_mono_ms();
 	if (s->quota_bytes != EGRESS_UNLIMITED && c->p->bytes > s->quota_bytes) {
 		conn_close(c, EGRESS_QUOTA_BYTES, "quota-bytes");
 		return false;
@@ -749,7 +745,7 @@ conn_relay_event(struct bufferevent *bev, short what, void *arg)
 static void
 conn_idle_check(struct conn *c)
 {
-	int64_t now = egressd_now_ms(), idle = (int64_t)conn_settings(c)->timeout_idle * 1000;
+	int64_t now = egress_mono_ms(), idle = (int64_t)conn_settings(c)->timeout_idle * 1000;
 	struct timeval tv;
 
 	if (now - c->last_activity >= idle) {
@@ -792,7 +788,7 @@ conn_start_relay(struct conn *c, int fd)
 		}
 		c->state = CS_RELAY;
 	}
-	c->last_activity = egressd_now_ms();
+	c->last_activity = egress_mono_ms();
 
 	switch (c->fe) {
 	case FE_HTTP_CONNECT: {
@@ -1760,7 +1756,7 @@ conn_accept(struct principal *p, int fd)
 	c = xcalloc(1, sizeof(*c));
 	c->p = p;
 	egressd_new_id(c->id);
-	clock_gettime(CLOCK_MONOTONIC, &c->start);
+	c->start_ms = egress_mono_ms();
 	for (size_t i = 0; i < EGRESSD_MAX_ADDRS; i++)
 		c->att[i].fd = -1;
 	c->timer = evtimer_new(egressd_base, conn_timer_cb, c);

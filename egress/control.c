@@ -555,13 +555,10 @@ ctl_listen(const char *path, mode_t mode, gid_t gid, bool set_group)
 	mode_t old;
 	int fd;
 
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sun.sun_path)) {
+	if (egress_sock_unix_addr(&sun, path) == -1) {
 		fprintf(stderr, "egressd: socket path too long: %s\n", path);
 		return -1;
 	}
-	memcpy(sun.sun_path, path, strlen(path));
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode)) {
 			fprintf(stderr, "egressd: %s exists and is not a socket\n", path);

@@ -27,6 +27,7 @@
 #include <jansson.h>
 
 #include "common.h"
+#include "sock.h"
 
 #define CTL_DEFAULT_SOCK "/run/egress/control.sock"
 #define CTL_REPLY_MAX (1 << 20)
@@ -57,16 +58,11 @@ usage(const char *msg)
 static int
 ctl_connect(const char *path)
 {
-	struct sockaddr_un sun;
 	int fd;
 
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sun.sun_path))
+	if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
 		usage("socket path too long");
-	memcpy(sun.sun_path, path, strlen(path));
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
-	    connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+	if ((fd = egress_sock_unix_connect(path)) == -1) {
 		fprintf(stderr, "%s: %s: %s (is egressd running?)\n", progname, path,
 		    strerror(errno));
 		exit(1);

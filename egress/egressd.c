@@ -55,15 +55,6 @@ egressd_new_id(char out[24])
 	egress_hex(r, sizeof(r), out + 2);
 }
 
-int64_t
-egressd_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 struct policy *
 egressd_load_policy(const char *file, char *err, size_t errlen)
 {

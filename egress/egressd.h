@@ -16,6 +16,7 @@
 #include <event2/bufferevent.h>
 
 #include "common.h"
+#include "sock.h"
 #include "policy.h"
 #include "proto.h"
 #include "synth.h"
@@ -345,8 +346,6 @@ extern gid_t egressd_gid;
 struct policy *egressd_load_policy(const char *file, char *err, size_t errlen);
 /* A fresh connection id "c-<hex>". */
 void egressd_new_id(char out[24]);
-/* CLOCK_MONOTONIC in milliseconds: every deadline is measured with it. */
-int64_t egressd_now_ms(void);
 
 /* priv.c: what needs root once egressd runs as `user` (a helper process does it then). */
 int priv_start(const char *runtime_dir, const char *receipts);

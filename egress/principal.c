@@ -183,7 +183,7 @@ const struct pin *
 principal_pin_get(struct principal *p, const char *name)
 {
 	struct pin *pin, *next;
-	int64_t now = egressd_now_ms();
+	int64_t now = egress_mono_ms();
 
 	for (pin = TAILQ_FIRST(&p->pins); pin != NULL; pin = next) {
 		next = TAILQ_NEXT(pin, entry);
@@ -226,7 +226,7 @@ principal_pin_put(struct principal *p, const char *name, const struct addr *addr
 	pin->name = xstrdup(name);
 	memcpy(pin->addrs, addrs, n * sizeof(*addrs));
 	pin->naddrs = n;
-	pin->expires_ms = egressd_now_ms() + (int64_t)life * 1000;
+	pin->expires_ms = egress_mono_ms() + (int64_t)life * 1000;
 	TAILQ_INSERT_TAIL(&p->pins, pin, entry);
 	p->npins++;
 }

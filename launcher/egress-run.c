@@ -43,6 +43,7 @@
 #include <openssl/rand.h>
 
 #include "common.h"
+#include "sock.h"
 #include "policy.h"
 #include "sandbox.h"
 #include "userns.h"
@@ -353,23 +354,24 @@ static char *
 allow_line(const char *spec, const char **why)
 {
 	static char err[512];
-	const char *colon = strrchr(spec, ':');
+	struct egress_hostport hp;
 	struct policy_diag d;
 	struct policy *p;
 	struct host h;
 	char *line;
 
-	if (colon == NULL) {
+	if (egress_hostport_split(spec, strlen(spec), &hp) == -1) {
 		*why = "expected HOST:PORT";
 		return NULL;
 	}
-	if (colon[1] == '\0' || strspn(colon + 1, "0123456789,-") != strlen(colon + 1)) {
+	if (hp.portlen == 0 || strspn(hp.port, "0123456789,-") != hp.portlen) {
 		*why = "the port must be 1-65535 (or a list 80,443, or a range LO-HI)";
 		return NULL;
 	}
-	if (host_parse(spec, (size_t)(colon - spec), &h, why) == -1)
+	/* host_parse takes "[V6]" with its brackets. */
+	if (host_parse(spec, (size_t)(hp.port - 1 - spec), &h, why) == -1)
 		return NULL;
-	xasprintf(&line, "allow %s %s\n", h.name, colon + 1);
+	xasprintf(&line, "allow %s %s\n", h.name, hp.port);
 	p = policy_load("--allow", (const uint8_t *)line, strlen(line), NULL, &d);
 	if (p == NULL) {
 		snprintf(err, sizeof(err), "%s", d.nerrors ? d.errors[0] : "invalid");
@@ -1012,32 +1014,6 @@ info_child_pid(int fd)
 	return pid;
 }
 
-/* A stream connection to the AF_UNIX socket at path, or -1 with errno. */
-static int
-conn_unix(const char *path)
-{
-	struct sockaddr_un sun;
-	int fd;
-
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sun.sun_path)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	memcpy(sun.sun_path, path, strlen(path));
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
-		return -1;
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		int e = errno;
-
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	return fd;
-}
-
 /*
  * One request on egress_conn and its one-line reply (egressd's control protocol,
  * control.c), or NULL when egressd does not answer within wait_ms of silence. Replies
@@ -1236,7 +1212,7 @@ start_private(void)
 		if (waited >= RUN_READY_MS)
 			setup_failed("the private egressd did not create its control socket in time");
 		if (stat(ctl, &st) == 0 && S_ISSOCK(st.st_mode) &&
-		    (egress_conn = conn_unix(ctl)) != -1)
+		    (egress_conn = egress_sock_unix_connect(ctl)) != -1)
 			break;
 		usleep(20000);
 	}
@@ -1268,7 +1244,7 @@ take_lease(void)
 	const char *path = opt.lease_sock ? opt.lease_sock : RUN_LEASE_SOCK;
 	json_t *o;
 
-	if ((egress_conn = conn_unix(path)) == -1)
+	if ((egress_conn = egress_sock_unix_connect(path)) == -1)
 		setup_failed("the system egressd does not answer on %s (%s): a named policy "
 		    "needs it", path, strerror(errno));
 	if ((o = conn_request(json_pack("{s:s,s:s}", "verb", "lease", "policy", opt.policy),
