@@ -172,8 +172,10 @@ ctl_principal_add(struct ctl_client *cl, json_t *req)
 		return;
 	}
 	xasprintf(&path, "%s/%s.sock", egressd_conf->runtime_dir, name);
-	p = principal_create(name, path, policy, owner != NULL, (uid_t)uid, (gid_t)gid,
-	    peer != NULL, peer ? (uid_t)json_integer_value(peer) : 0, err, sizeof(err));
+	p = principal_create(&(struct principal_spec){ .name = name, .socket = path,
+	    .policy_file = policy, .has_owner = owner != NULL, .owner_uid = (uid_t)uid,
+	    .owner_gid = (gid_t)gid, .has_peer_uid = peer != NULL,
+	    .peer_uid = peer ? (uid_t)json_integer_value(peer) : 0 }, err, sizeof(err));
 	free(path);
 	if (p == NULL) {
 		ctl_error(cl, err);
@@ -226,8 +228,9 @@ ctl_lease(struct ctl_client *cl, json_t *req)
 	egress_hex(r, sizeof(r), pname + strlen(pname));
 	xasprintf(&path, "%s/%s", egressd_conf->policy_dir, name);
 	xasprintf(&sock, "%s/%s.sock", egressd_conf->runtime_dir, pname);
-	p = principal_create(pname, sock, path, true, cl->uid, cl->gid, false, 0, err,
-	    sizeof(err));
+	p = principal_create(&(struct principal_spec){ .name = pname, .socket = sock,
+	    .policy_file = path, .has_owner = true, .owner_uid = cl->uid, .owner_gid = cl->gid },
+	    err, sizeof(err));
 	free(path);
 	free(sock);
 	if (p == NULL) {
