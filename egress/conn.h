@@ -173,6 +173,7 @@ void conn_attempts_close(struct conn *c, int keep);
 
 /* guard.c */
 void conn_guard_read(struct bufferevent *bev, void *arg);
+bool conn_guard_stop(struct conn *c);
 void conn_guard_refuse(struct conn *c, enum egress_reason reason, const char *why,
     const uint8_t *raw, size_t raw_len);
 

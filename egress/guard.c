@@ -39,17 +39,30 @@ conn_guard_refuse(struct conn *c, enum egress_reason reason, const char *why,
 	conn_free(c);
 }
 
-/* The guard is done: the client's bytes flow from now on. */
-static void
-conn_guard_end(struct conn *c)
+/*
+ * The guard lets go (it passed the client's bytes, or the client ended before sending
+ * any): on to the relay, with the open receipt if nothing wrote it yet. False when the
+ * connection was closed.
+ */
+bool
+conn_guard_stop(struct conn *c)
 {
 	free(c->guard);
 	c->guard = NULL;
 	conn_transition(c, CE_GUARD_END);
 	if (!conn_write_open(c)) {
 		conn_close(c, EGRESS_SHUTDOWN, "error");
-		return;
+		return false;
 	}
+	return true;
+}
+
+/* The guard is done: the client's bytes flow from now on. */
+static void
+conn_guard_end(struct conn *c)
+{
+	if (!conn_guard_stop(c))
+		return;
 	conn_set_timer(c, (unsigned)conn_settings(c)->timeout_idle);
 	conn_fast_start(c);
 }

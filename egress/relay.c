@@ -303,13 +303,8 @@ conn_relay_event(struct bufferevent *bev, short what, void *arg)
 				    "client closed in the middle of its ClientHello", NULL, 0);
 				return;
 			}
-			free(c->guard);
-			c->guard = NULL;
-			conn_transition(c, CE_GUARD_END);
-			if (!conn_write_open(c)) {
-				conn_close(c, EGRESS_SHUTDOWN, "error");
+			if (!conn_guard_stop(c))
 				return;
-			}
 		}
 		/* Deliver what is left in the input first. */
 		if (!conn_relay_move(c, bev))
