@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "sock.h"
 #include "egress.h"
 #include "fd4.h"
 #include "fdpass.h"
@@ -96,10 +97,8 @@ broker_open(const struct fd4_request *req, int *code)
 	struct timeval tv;
 	int fd, timeout = fd4_timeout_ms(req->timeout_ms), r;
 
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	memcpy(sun.sun_path, pinned_path, strlen(pinned_path) + 1);
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1) {
+	if (egress_sock_unix_addr(&sun, pinned_path) == -1 ||
+	    (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1) {
 		*code = EGRESS_ERR_SHUTDOWN;
 		return -1;
 	}

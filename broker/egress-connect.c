@@ -25,6 +25,7 @@
 
 #include "egress.h"
 #include "nativecli.h"
+#include "sock.h"
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -92,7 +93,8 @@ static int
 connect_relay(const char *host, uint16_t port, int *code)
 {
 	const char *s = getenv("EGRESS_RELAY");
-	char addr[64], *colon, *end;
+	char addr[64], *end;
+	struct egress_hostport hp;
 	struct sockaddr_in sin;
 	struct sockaddr_in6 sin6;
 	struct sockaddr *sa;
@@ -103,14 +105,15 @@ connect_relay(const char *host, uint16_t port, int *code)
 	*code = EGRESS_ERR_SHUTDOWN;
 	if (s == NULL || strlen(s) >= sizeof(addr))
 		return -1;
-	memcpy(addr, s, strlen(s) + 1);
-	if ((colon = strrchr(addr, ':')) == NULL)
+	if (egress_hostport_split(s, strlen(s), &hp) == -1)
 		return -1;
-	*colon = '\0';
 	errno = 0;
-	rp = strtol(colon + 1, &end, 10);
+	rp = strtol(hp.port, &end, 10);
 	if (*end != '\0' || errno != 0 || rp < 1 || rp > 65535)
 		return -1;
+	/* The address as written, brackets and all: only an IPv6 literal may have them. */
+	memcpy(addr, s, (size_t)(hp.port - 1 - s));
+	addr[hp.port - 1 - s] = '\0';
 	memset(&sin, 0, sizeof(sin));
 	memset(&sin6, 0, sizeof(sin6));
 	if (inet_pton(AF_INET, addr, &sin.sin_addr) == 1) {

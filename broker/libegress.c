@@ -22,6 +22,7 @@
 #include "egress.h"
 #include "fd4.h"
 #include "fdpass.h"
+#include "sock.h"
 
 static pthread_mutex_t fd4_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t fd4_next_id;            /* under fd4_lock */
@@ -43,15 +44,6 @@ egress_strerror(int code)
 	int r = egress_reason_of_code(code);
 
 	return r == -1 ? "unknown" : egress_reason_name((enum egress_reason)r);
-}
-
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static int
@@ -80,7 +72,7 @@ fd4_request(int chan, const char *host, size_t hostlen, uint16_t port, int timeo
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) == -1)
 		return fail(EGRESS_ERR_SHUTDOWN, errno);
-	deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : FD4_DEFAULT_WAIT_MS);
+	deadline = egress_mono_ms() + (timeout_ms > 0 ? timeout_ms : FD4_DEFAULT_WAIT_MS);
 	n = egress_fdpass_send(chan, req, reqlen, pair[1],
 	    timeout_ms > 0 ? timeout_ms : FD4_DEFAULT_WAIT_MS);
 	err = errno;
@@ -92,7 +84,7 @@ fd4_request(int chan, const char *host, size_t hostlen, uint16_t port, int timeo
 		return fail(EGRESS_ERR_SHUTDOWN, err);
 	}
 	for (;;) {
-		left = (int)(deadline - now_ms());
+		left = (int)(deadline - egress_mono_ms());
 		if (left <= 0) {
 			close(pair[0]);
 			return fail(EGRESS_ERR_HANDSHAKE_TIMEOUT, ETIMEDOUT);

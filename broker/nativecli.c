@@ -17,22 +17,14 @@
 #include "egress.h"
 #include "native.h"
 #include "nativecli.h"
-
-static int64_t
-nativecli_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "sock.h"
 
 int
 nativecli_handshake(int fd, const char *host, uint16_t port, int timeout_ms)
 {
 	uint8_t req[EGRESS_NATIVE_REQUEST_MAX], rep[EGRESS_NATIVE_REPLY];
 	size_t reqlen, off = 0, got = 0;
-	int64_t deadline = nativecli_now_ms() + timeout_ms;
+	int64_t deadline = egress_mono_ms() + timeout_ms;
 	struct pollfd pfd;
 	ssize_t n;
 	int left;
@@ -44,7 +36,7 @@ nativecli_handshake(int fd, const char *host, uint16_t port, int timeout_ms)
 		return EGRESS_ERR_MALFORMED_REQUEST;
 	/* bound: 9 + 255 bytes, and every wait below ends at the deadline */
 	while (off < reqlen || got < sizeof(rep)) {
-		left = (int)(deadline - nativecli_now_ms());
+		left = (int)(deadline - egress_mono_ms());
 		if (left <= 0)
 			return EGRESS_ERR_HANDSHAKE_TIMEOUT;
 		pfd.fd = fd;

@@ -15,32 +15,14 @@
 
 #include "common.h"
 #include "ctlclient.h"
+#include "sock.h"
 
 #define CTLCLIENT_CHUNK (64 * 1024)
 
 int
 ctlclient_connect(const char *path)
 {
-	struct sockaddr_un sun;
-	int fd;
-
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sun.sun_path)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	memcpy(sun.sun_path, path, strlen(path));
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
-		return -1;
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		int e = errno;
-
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	return fd;
+	return egress_sock_unix_connect(path);     /* one AF_UNIX connect for the tree */
 }
 
 int

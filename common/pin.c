@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "sock.h"
 
 int
 egress_pin_open(struct egress_pin *pin, const char *path, const char *expect, char *err,
@@ -67,21 +68,16 @@ fail:
 int
 egress_pin_connect(const struct egress_pin *pin)
 {
-	struct sockaddr_un sun;
 	int fd;
 
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	memcpy(sun.sun_path, pin->path, strlen(pin->path));
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+	if ((fd = egress_sock_unix_connect(pin->path)) == -1)
 		return -1;
 	/*
 	 * Blocking connect on a local socket: it either completes or fails at once. A fresh
 	 * socket has no status flag F_SETFL could change but O_NONBLOCK, so one call sets it
 	 * (no F_GETFL first: a syscall fewer per relayed connection and per DNS question).
 	 */
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
-	    fcntl(fd, F_SETFL, O_NONBLOCK) == -1) {
+	if (fcntl(fd, F_SETFL, O_NONBLOCK) == -1) {
 		int e = errno;
 
 		close(fd);

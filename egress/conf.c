@@ -363,25 +363,18 @@ conf_directive(struct conf_parse *cp, const struct conf_field *f, size_t nf)
 	}
 	if (field_eq(&f[0], "metrics-listen")) {
 		struct addr a;
-		const char *colon = nf == 2 ? memrchr(f[1].s, ':', f[1].len) : NULL;
-		const char *h = f[1].s;
-		size_t hl;
+		struct egress_hostport hp;
 		unsigned long port = 0;
 		struct conf_field pf;
 
-		if (colon == NULL) {
+		if (nf != 2 || egress_hostport_split(f[1].s, f[1].len, &hp) == -1) {
 			conf_error(cp, f[0].col, "expected: metrics-listen ADDRESS:PORT");
 			return;
 		}
-		hl = (size_t)(colon - h);
-		if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
-			h++;
-			hl -= 2;
-		}
-		pf.s = colon + 1;
-		pf.len = f[1].len - (size_t)(colon + 1 - f[1].s);
+		pf.s = hp.port;
+		pf.len = hp.portlen;
 		pf.col = f[1].col;
-		if (addr_parse(h, hl, &a) == -1 || conf_uint(&pf, 65535, &port) == -1 ||
+		if (addr_parse(hp.host, hp.hostlen, &a) == -1 || conf_uint(&pf, 65535, &port) == -1 ||
 		    port == 0) {
 			conf_error(cp, f[1].col, "expected ADDRESS:PORT (127.0.0.1:9464, [::1]:9464)");
 			return;

@@ -165,8 +165,10 @@ ctl_principal_add(struct ctl_client *cl, json_t *req)
 		return;
 	}
 	xasprintf(&path, "%s/%s.sock", egressd_conf->runtime_dir, name);
-	p = principal_create(name, path, policy, owner != NULL, (uid_t)uid, (gid_t)gid,
-	    peer != NULL, peer ? (uid_t)json_integer_value(peer) : 0, err, sizeof(err));
+	p = principal_create(&(struct principal_spec){ .name = name, .socket = path,
+	    .policy_file = policy, .has_owner = owner != NULL, .owner_uid = (uid_t)uid,
+	    .owner_gid = (gid_t)gid, .has_peer_uid = peer != NULL,
+	    .peer_uid = peer ? (uid_t)json_integer_value(peer) : 0 }, err, sizeof(err));
 	free(path);
 	if (p == NULL) {
 		ctl_error(cl, err);
@@ -219,8 +221,9 @@ ctl_lease(struct ctl_client *cl, json_t *req)
 	egress_hex(r, sizeof(r), pname + strlen(pname));
 	xasprintf(&path, "%s/%s", egressd_conf->policy_dir, name);
 	xasprintf(&sock, "%s/%s.sock", egressd_conf->runtime_dir, pname);
-	p = principal_create(pname, sock, path, true, cl->uid, cl->gid, false, 0, err,
-	    sizeof(err));
+	p = principal_create(&(struct principal_spec){ .name = pname, .socket = sock,
+	    .policy_file = path, .has_owner = true, .owner_uid = cl->uid, .owner_gid = cl->gid },
+	    err, sizeof(err));
 	free(path);
 	free(sock);
 	if (p == NULL) {
@@ -544,13 +547,10 @@ ctl_listen(const char *path, mode_t mode, gid_t gid, bool set_group)
 	mode_t old;
 	int fd;
 
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sun.sun_path)) {
+	if (egress_sock_unix_addr(&sun, path) == -1) {
 		fprintf(stderr, "egressd: socket path too long: %s\n", path);
 		return -1;
 	}
-	memcpy(sun.sun_path, path, strlen(path));
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode)) {
 			fprintf(stderr, "egressd: %s exists and is not a socket\n", path);

@@ -254,7 +254,7 @@ dns_stats(void)
 static void
 dns_observe(const struct dns_query *q, enum egress_reason r)
 {
-	double sec = (double)(egressd_now_ms() - q->start_ms) / 1000.0;
+	double sec = (double)(egress_mono_ms() - q->start_ms) / 1000.0;
 	size_t i = 0;
 
 	if (r == EGRESS_SHUTDOWN)
@@ -403,7 +403,7 @@ dns_resolve(const char *name, unsigned timeout_s, dns_cb cb, void *arg)
 
 	q->cb = cb;
 	q->arg = arg;
-	q->start_ms = egressd_now_ms();
+	q->start_ms = egress_mono_ms();
 	q->timer = evtimer_new(dns_base, dns_deadline_cb, q);
 	snprintf(q->name, sizeof(q->name), "%s.", name);
 	snprintf(q->qname, sizeof(q->qname), "%s", name);

@@ -55,15 +55,6 @@ egressd_new_id(char out[24])
 	egress_hex(r, sizeof(r), out + 2);
 }
 
-int64_t
-egressd_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 struct policy *
 egressd_load_policy(const char *file, char *err, size_t errlen)
 {
@@ -281,6 +272,7 @@ hup_cb(evutil_socket_t sig, short what, void *arg)
 	egressd_synth_reload(nc);
 	for (size_t i = 0; i < nc->nprincipals; i++) {
 		struct conf_principal *cp = &nc->principals[i];
+		struct principal_spec spec;
 
 		if ((p = principal_find(cp->name)) != NULL) {
 			struct policy *np = egressd_load_policy(cp->policy, err, sizeof(err));
@@ -296,9 +288,8 @@ hup_cb(evutil_socket_t sig, short what, void *arg)
 			}
 			continue;
 		}
-		p = principal_create(cp->name, cp->socket, cp->policy, cp->has_owner,
-		    cp->owner_uid, cp->owner_gid, cp->has_peer_uid, cp->peer_uid, err,
-		    sizeof(err));
+		spec = principal_spec_conf(cp);
+		p = principal_create(&spec, err, sizeof(err));
 		if (p == NULL)
 			log_error("event=reload principal=%s error=\"%s\"", cp->name, err);
 		else
@@ -464,9 +455,8 @@ main(int argc, char **argv)
 		return 1;
 	for (size_t i = 0; i < conf_current->nprincipals; i++) {
 		struct conf_principal *cp = &conf_current->principals[i];
-		struct principal *p = principal_create(cp->name, cp->socket, cp->policy,
-		    cp->has_owner, cp->owner_uid, cp->owner_gid, cp->has_peer_uid, cp->peer_uid,
-		    err, sizeof(err));
+		struct principal_spec spec = principal_spec_conf(cp);
+		struct principal *p = principal_create(&spec, err, sizeof(err));
 
 		if (p == NULL) {
 			fprintf(stderr, "egressd: principal %s: %s\n", cp->name, err);

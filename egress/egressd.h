@@ -16,6 +16,7 @@
 #include <event2/bufferevent.h>
 
 #include "common.h"
+#include "sock.h"
 #include "policy.h"
 #include "receipt.h"
 #include "http.h"
@@ -257,10 +258,22 @@ struct principal {
 TAILQ_HEAD(principal_list, principal);
 extern struct principal_list principals;
 
+/* What a principal is made of: egressd.conf's principal lines, or a control request. */
+struct principal_spec {
+	const char *name;
+	const char *socket;          /* the listener's path */
+	const char *policy_file;
+	bool has_owner;              /* else egressd's own uid and gid */
+	uid_t owner_uid;
+	gid_t owner_gid;
+	bool has_peer_uid;           /* SO_PEERCRED must say peer_uid */
+	uid_t peer_uid;
+};
+/* The spec of a principal line of egressd.conf. */
+struct principal_spec principal_spec_conf(const struct conf_principal *cp);
 /* Creates the listener and starts accepting; returns NULL with *err set. */
-struct principal *principal_create(const char *name, const char *socket,
-    const char *policy_file, bool has_owner, uid_t uid, gid_t gid, bool has_peer_uid,
-    uid_t peer_uid, char *err, size_t errlen);
+struct principal *principal_create(const struct principal_spec *spec, char *err,
+    size_t errlen);
 /* Closes the listener and every tunnel (shutdown receipts), then frees. */
 void principal_remove(struct principal *p, const char *why);
 /* A lease's summary: adds a close (allowed) or count denials to its destination. */
@@ -325,8 +338,6 @@ extern gid_t egressd_gid;
 struct policy *egressd_load_policy(const char *file, char *err, size_t errlen);
 /* A fresh connection id "c-<hex>". */
 void egressd_new_id(char out[24]);
-/* CLOCK_MONOTONIC in milliseconds: every deadline is measured with it. */
-int64_t egressd_now_ms(void);
 
 /* priv.c: what needs root once egressd runs as `user` (a helper process does it then). */
 int priv_start(const char *runtime_dir, const char *receipts);

@@ -324,22 +324,16 @@ metrics_listen(struct event_base *base, const char *spec)
 {
 	struct evhttp_bound_socket *bound;
 
-	const char *colon = strrchr(spec, ':');
+	struct egress_hostport hp;
 	char host[EGRESS_ADDRSTRLEN + 2];
-	size_t hl;
 
-	if (colon == NULL)
+	if (egress_hostport_split(spec, strlen(spec), &hp) == -1)
 		return -1;
-	hl = (size_t)(colon - spec);
-	if (hl >= 2 && spec[0] == '[' && spec[hl - 1] == ']') {
-		spec++;
-		hl -= 2;
-	}
-	if (hl >= sizeof(host) || addr_parse(spec, hl, &metrics_addr) == -1)
+	if (hp.hostlen >= sizeof(host) || addr_parse(hp.host, hp.hostlen, &metrics_addr) == -1)
 		return -1;
-	memcpy(host, spec, hl);
-	host[hl] = '\0';
-	metrics_port = (uint16_t)atoi(colon + 1);
+	memcpy(host, hp.host, hp.hostlen);
+	host[hp.hostlen] = '\0';
+	metrics_port = (uint16_t)atoi(hp.port);
 	metrics_own_init();
 	metrics_pause.base = base;
 	if ((metrics_http = evhttp_new(base)) == NULL ||

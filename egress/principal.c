@@ -85,11 +85,26 @@ principal_accept_cb(evutil_socket_t lfd, short what, void *arg)
 	}
 }
 
-struct principal *
-principal_create(const char *name, const char *socket_path, const char *policy_file,
-    bool has_owner, uid_t uid, gid_t gid, bool has_peer_uid, uid_t peer_uid, char *err,
-    size_t errlen)
+struct principal_spec
+principal_spec_conf(const struct conf_principal *cp)
 {
+	return (struct principal_spec){
+		.name = cp->name,
+		.socket = cp->socket,
+		.policy_file = cp->policy,
+		.has_owner = cp->has_owner,
+		.owner_uid = cp->owner_uid,
+		.owner_gid = cp->owner_gid,
+		.has_peer_uid = cp->has_peer_uid,
+		.peer_uid = cp->peer_uid,
+	};
+}
+
+struct principal *
+principal_create(const struct principal_spec *spec, char *err, size_t errlen)
+{
+	const char *name = spec->name, *socket_path = spec->socket;
+	const char *policy_file = spec->policy_file;
 	struct principal *p;
 	struct policy *pol;
 
@@ -116,10 +131,10 @@ principal_create(const char *name, const char *socket_path, const char *policy_f
 	p->policy = pol;
 	policy_digest(pol, p->digest);
 	/* Not geteuid(): after the drop to `user` that is no longer egressd's own. */
-	p->owner_uid = has_owner ? uid : egressd_uid;
-	p->owner_gid = has_owner ? gid : egressd_gid;
-	p->has_peer_uid = has_peer_uid;
-	p->peer_uid = peer_uid;
+	p->owner_uid = spec->has_owner ? spec->owner_uid : egressd_uid;
+	p->owner_gid = spec->has_owner ? spec->owner_gid : egressd_gid;
+	p->has_peer_uid = spec->has_peer_uid;
+	p->peer_uid = spec->peer_uid;
 	TAILQ_INIT(&p->pins);
 	TAILQ_INIT(&p->conns);
 	p->fd = priv_listen(socket_path, p->owner_uid, p->owner_gid, &p->dev, &p->ino);
@@ -183,7 +198,7 @@ const struct pin *
 principal_pin_get(struct principal *p, const char *name)
 {
 	struct pin *pin, *next;
-	int64_t now = egressd_now_ms();
+	int64_t now = egress_mono_ms();
 
 	for (pin = TAILQ_FIRST(&p->pins); pin != NULL; pin = next) {
 		next = TAILQ_NEXT(pin, entry);
@@ -226,7 +241,7 @@ principal_pin_put(struct principal *p, const char *name, const struct addr *addr
 	pin->name = xstrdup(name);
 	memcpy(pin->addrs, addrs, n * sizeof(*addrs));
 	pin->naddrs = n;
-	pin->expires_ms = egressd_now_ms() + (int64_t)life * 1000;
+	pin->expires_ms = egress_mono_ms() + (int64_t)life * 1000;
 	TAILQ_INSERT_TAIL(&p->pins, pin, entry);
 	p->npins++;
 }

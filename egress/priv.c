@@ -62,13 +62,8 @@ priv_do_listen(const char *path, uid_t uid, gid_t gid, struct stat *st)
 	mode_t old;
 	int fd, e;
 
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sun.sun_path)) {
-		errno = ENAMETOOLONG;
+	if (egress_sock_unix_addr(&sun, path) == -1)
 		return -1;
-	}
-	memcpy(sun.sun_path, path, strlen(path));
 	if (lstat(path, st) == 0) {
 		if (!S_ISSOCK(st->st_mode)) {
 			errno = EEXIST;

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "sock.h"
 #include "dnsstub.h"
 #include "sandbox.h"
 
@@ -181,16 +182,18 @@ launch_setenv(const char *name, const char *value)
 static void
 launch_environment(const char *listen_spec, bool fd4, bool transparent)
 {
-	char http[128], socks[128], *java, *host, *port;
-	const char *old;
+	char http[128], socks[128], *java, *host;
+	const char *old, *port;
+	struct egress_hostport hp;
 	char hostbuf[64];
 
+	/* The URLs keep the address as written, brackets and all. */
 	snprintf(hostbuf, sizeof(hostbuf), "%s", listen_spec);
-	port = strrchr(hostbuf, ':');
-	if (port == NULL)
+	if (egress_hostport_split(hostbuf, strlen(hostbuf), &hp) == -1)
 		fail("bad --listen");
-	*port++ = '\0';
+	hostbuf[hp.port - 1 - hostbuf] = '\0';
 	host = hostbuf;
+	port = hp.port;
 	snprintf(http, sizeof(http), "http://%s:%s", host, port);
 	snprintf(socks, sizeof(socks), "socks5h://%s:%s", host, port);
 	launch_setenv("HTTP_PROXY", http);

@@ -44,6 +44,7 @@
 #include "common.h"
 #include "control.h"
 #include "ctlclient.h"
+#include "sock.h"
 #include "policy.h"
 #include "sandbox.h"
 #include "userns.h"
@@ -354,23 +355,24 @@ static char *
 allow_line(const char *spec, const char **why)
 {
 	static char err[512];
-	const char *colon = strrchr(spec, ':');
+	struct egress_hostport hp;
 	struct policy_diag d;
 	struct policy *p;
 	struct host h;
 	char *line;
 
-	if (colon == NULL) {
+	if (egress_hostport_split(spec, strlen(spec), &hp) == -1) {
 		*why = "expected HOST:PORT";
 		return NULL;
 	}
-	if (colon[1] == '\0' || strspn(colon + 1, "0123456789,-") != strlen(colon + 1)) {
+	if (hp.portlen == 0 || strspn(hp.port, "0123456789,-") != hp.portlen) {
 		*why = "the port must be 1-65535 (or a list 80,443, or a range LO-HI)";
 		return NULL;
 	}
-	if (host_parse(spec, (size_t)(colon - spec), &h, why) == -1)
+	/* host_parse takes "[V6]" with its brackets. */
+	if (host_parse(spec, (size_t)(hp.port - 1 - spec), &h, why) == -1)
 		return NULL;
-	xasprintf(&line, "allow %s %s\n", h.name, colon + 1);
+	xasprintf(&line, "allow %s %s\n", h.name, hp.port);
 	p = policy_load("--allow", (const uint8_t *)line, strlen(line), NULL, &d);
 	if (p == NULL) {
 		snprintf(err, sizeof(err), "%s", d.nerrors ? d.errors[0] : "invalid");

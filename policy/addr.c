@@ -18,44 +18,20 @@
 #include <sys/socket.h>
 
 #include "policy.h"
+#include "sock.h"
 #include "spa-table.h"
-
 #define ADDR_TEXT_MAX 64   /* longest address text inet_pton is handed */
 
 int
 addr_parse(const char *s, size_t len, struct addr *a)
 {
-	char buf[ADDR_TEXT_MAX];
-	size_t i;
-	bool colon = false;
+	int family;
 
+	/* One parser of IP literals for every program (common/sock.c). */
 	memset(a, 0, sizeof(*a));
-	if (len == 0 || len >= sizeof(buf))
+	if (egress_ip_parse(s, len, &family, a->b) == -1)
 		return -1;
-	for (i = 0; i < len; i++) {
-		char c = s[i];
-
-		if (c == ':')
-			colon = true;
-		else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
-		    (c >= 'A' && c <= 'F') || c == '.'))
-			return -1;
-	}
-	memcpy(buf, s, len);
-	buf[len] = '\0';
-	/*
-	 * glibc's inet_pton is strict here: IPv4 only as four decimal octets without leading
-	 * zeros (also inside IPv6), IPv6 per RFC 4291 with at most one "::".
-	 */
-	if (colon) {
-		if (inet_pton(AF_INET6, buf, a->b) != 1)
-			return -1;
-		a->family = AF_INET6;
-	} else {
-		if (inet_pton(AF_INET, buf, a->b) != 1)
-			return -1;
-		a->family = AF_INET;
-	}
+	a->family = family;
 	return 0;
 }
 

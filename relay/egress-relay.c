@@ -45,7 +45,7 @@
 
 #include "common.h"
 #include "native.h"
-#include "policy.h"
+#include "sock.h"
 #include "sandbox.h"
 
 #define RELAY_DEFAULT_CONNS 256
@@ -367,50 +367,44 @@ relay_accept_cb(evutil_socket_t lfd, short what, void *arg)
 static int
 relay_listen(const char *spec)
 {
-	const char *colon = strrchr(spec, ':');
+	struct egress_hostport hp;
 	struct sockaddr_storage ss;
 	socklen_t sslen;
-	struct addr a;
+	uint8_t b[16];
+	int family;
 	char *end;
-	const char *host = spec;
-	size_t hlen;
 	unsigned long port;
 	int fd, one = 1;
 
-	if (colon == NULL)
+	if (egress_hostport_split(spec, strlen(spec), &hp) == -1)
 		usage("--listen takes ADDR:PORT");
-	hlen = (size_t)(colon - spec);
-	if (hlen >= 2 && spec[0] == '[' && spec[hlen - 1] == ']') {
-		host++;
-		hlen -= 2;
-	}
-	port = strtoul(colon + 1, &end, 10);
-	if (colon[1] == '\0' || *end != '\0' || port > 65535)
+	port = strtoul(hp.port, &end, 10);
+	if (hp.portlen == 0 || *end != '\0' || port > 65535)
 		usage("--listen: bad port");
-	if (addr_parse(host, hlen, &a) == -1)
+	if (egress_ip_parse(hp.host, hp.hostlen, &family, b) == -1)
 		usage("--listen: bad address");
 	memset(&ss, 0, sizeof(ss));
-	if (a.family == AF_INET) {
+	if (family == AF_INET) {
 		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
 
-		if (a.b[0] != 127)
+		if (b[0] != 127)
 			usage("--listen: only loopback addresses (127.0.0.0/8, ::1)");
 		sin->sin_family = AF_INET;
 		sin->sin_port = htons((uint16_t)port);
-		memcpy(&sin->sin_addr, a.b, 4);
+		memcpy(&sin->sin_addr, b, 4);
 		sslen = sizeof(*sin);
 	} else {
 		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
 		static const uint8_t loop6[16] = { [15] = 1 };
 
-		if (memcmp(a.b, loop6, 16) != 0)
+		if (memcmp(b, loop6, 16) != 0)
 			usage("--listen: only loopback addresses (127.0.0.0/8, ::1)");
 		sin6->sin6_family = AF_INET6;
 		sin6->sin6_port = htons((uint16_t)port);
-		memcpy(&sin6->sin6_addr, a.b, 16);
+		memcpy(&sin6->sin6_addr, b, 16);
 		sslen = sizeof(*sin6);
 	}
-	if ((fd = socket(a.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1 ||
+	if ((fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1 ||
 	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == -1 ||
 	    bind(fd, (struct sockaddr *)&ss, sslen) == -1 || listen(fd, 128) == -1) {
 		fprintf(stderr, "egress-relay: listen %s: %s\n", spec, strerror(errno));

@@ -10,6 +10,8 @@ cd "$WORK" || exit 1
 
 start_server echo echo
 ECHO=$PORT
+start_server sink eofreply
+SINK=$PORT
 printf 'q.e2e.test A 127.0.0.1\n' > zone
 dns_start zone
 cat > open.policy <<EOF
@@ -19,11 +21,13 @@ EOF
 { cat open.policy; echo "quota connections 1"; } > conn1.policy
 { cat open.policy; echo "quota rate 1/s"; } > rate.policy
 { cat open.policy; echo "quota bytes 1K"; } > bytes.policy
+cp bytes.policy guarded.policy
 conf_begin
 principal conn1 conn1.policy
 principal rate rate.policy
 principal bytes bytes.policy
 principal free open.policy
+principal guarded guarded.policy
 egressd_start
 
 # --- quota connections 1 ------------------------------------------------------------------
@@ -110,6 +114,18 @@ expect_eq "quota bytes spent: SOCKS5 gets REP 02" "02 closed" "$(py tunnel socks
 expect_eq "quota bytes spent: SOCKS4a gets CD 91" "91 closed" "$(py tunnel socks4a "$S" q.e2e.test "$ECHO")"
 expect_eq "quota bytes spent: another principal still works" "00
 echo-ok" "$(py tunnel socks5 "$RUN/free.sock" q.e2e.test "$ECHO" --mode echo --size 100000)"
+
+# The bytes the SNI guard releases count against the budget like any other: a ClientHello
+# behind 1.2 KiB of ChangeCipherSpec records crosses 1 KiB on its own, and the tunnel closes
+# at once with quota-bytes (the upstream, silent until its client's EOF, sends nothing).
+S=$RUN/guarded.sock
+m=$(rcpt_mark)
+expect_eq "quota bytes under the SNI guard: the hello that crosses 1 KiB closes the tunnel" \
+    "closed after 0" "$(py tunnel connect "$S" q.e2e.test "$SINK" --mode hello --openssl-hello \
+    --sni q.e2e.test --timeout 2 --before "$("$E2E_PY" -c "print('140303000101' * 200)")" | sed -n 2p)"
+expect_eq "quota bytes under the SNI guard: close receipt" \
+    "close quota-bytes quota-bytes http-connect q.e2e.test q.e2e.test" \
+    "$(rcpt --skip "$m" --where event=close --wait 10 --fields event,reason,close,frontend,host,sni)"
 
 egressd_stop
 expect_eq "egressd exits 0" 0 "$EGRESSD_RC"

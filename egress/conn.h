@@ -1,0 +1,188 @@
+/*
+ * conn.h: one principal connection, shared by the files of its phases (private to
+ * egress/ and its tests):
+ *
+ *   conn.c      core: accept, the state table's transitions and the callbacks each state
+ *               installs, answers and denials, receipts, byte accounting, close
+ *   connstate.c the state table itself (state x event -> next state), pure
+ *   frontend.c  sniffing the first bytes, the HTTP, SOCKS5, SOCKS4 and native parsers'
+ *               requests, the target (synthetic addresses), the DNS verb
+ *   connect.c   the decision (policy, quotas), resolution, classification, connecting
+ *   guard.c     the SNI guard on the client's first bytes
+ *   relay.c     the tunnel: bounded two-way copy, half-close, the fast relay, idle
+ *
+ * What the client sent is never trusted beyond its parse: the identity is the listener
+ * the connection arrived on (struct principal).
+ */
+#ifndef EGRESS_CONN_H
+#define EGRESS_CONN_H
+
+#include "egressd.h"
+#include "tls.h"
+
+/*
+ * The phases of a connection. Every change of state is an event looked up in the state
+ * table (connstate.c) and made by conn_transition, which also installs that state's
+ * callbacks (conn_install): there is no other assignment of c->state.
+ */
+enum conn_state {
+	CS_SNIFF = 0,                /* the first bytes choose a frontend */
+	CS_HTTP,
+	CS_SOCKS5,
+	CS_SOCKS4,
+	CS_NATIVE,
+	CS_RESOLVE,                  /* allowed by name: the resolver is asked */
+	CS_CONNECT,                  /* connecting to the pinned addresses */
+	CS_GUARD,                    /* tunnel up, client bytes held for the SNI guard */
+	CS_RELAY,
+	CS_DRAIN,                    /* an error answer is being written, then close */
+	CS_COUNT,
+	CS_REFUSED = CS_COUNT,       /* the table's "no such transition" */
+};
+
+enum conn_event {
+	CE_SNIFF_HTTP = 0,           /* the first bytes are HTTP */
+	CE_SNIFF_SOCKS5,             /* ... 0x05 */
+	CE_SNIFF_SOCKS4,             /* ... 0x04 */
+	CE_SNIFF_NATIVE,             /* ... "EGR1" */
+	CE_RESOLVE,                  /* a request allowed for a name that is not pinned */
+	CE_CONNECT,                  /* addresses to connect to (literal, pinned, resolved) */
+	CE_CONNECTED,                /* an attempt connected; no SNI guard */
+	CE_CONNECTED_GUARD,          /* an attempt connected; the SNI guard inspects */
+	CE_GUARD_END,                /* the guard is done (passed, not TLS, the client's EOF) */
+	CE_ANSWER,                   /* an answer owed before the close (refusal, question) */
+	CE_COUNT,
+};
+
+/* The state table: the next state, or CS_REFUSED when ev cannot happen in s. */
+enum conn_state conn_state_next(enum conn_state s, enum conn_event ev);
+const char *conn_state_name(enum conn_state s);
+const char *conn_event_name(enum conn_event ev);
+
+enum conn_frontend {
+	FE_NONE = 0,
+	FE_HTTP_CONNECT,
+	FE_HTTP_FORWARD,
+	FE_SOCKS5,
+	FE_SOCKS4,
+	FE_NATIVE,
+	FE_DNS,                      /* the native connector's question verb */
+	FE_TRANSPARENT,              /* its transparent verb: egress-relay for the workload */
+};
+
+struct conn;
+
+struct attempt {
+	int fd;
+	struct event *ev;
+	struct addr addr;
+	struct conn *c;
+};
+
+struct conn {
+	TAILQ_ENTRY(conn) entry;
+	struct principal *p;
+	char id[24];
+	enum conn_state state;
+	enum conn_frontend fe;
+	struct bufferevent *cbev;    /* client (the principal socket) */
+	struct bufferevent *ubev;    /* upstream, once connected */
+	struct event *timer;         /* handshake, connect, idle, drain deadlines */
+	struct socks5 s5;
+	struct host host;
+	uint16_t port;
+	bool has_host;
+	bool has_port;               /* port valid without a host (a bad-host refusal) */
+	struct dns_query *dq;
+	struct addr addrs[EGRESSD_MAX_ADDRS];
+	size_t naddrs, next;
+	struct attempt att[EGRESSD_MAX_ADDRS];
+	size_t natt, failed;
+	int last_errno;
+	struct event *stagger;
+	char addr_text[EGRESS_ADDRSTRLEN];
+	bool counted;                /* in p->live */
+	bool opened;                 /* open receipt written */
+	uint64_t bytes_up, bytes_down;
+	int64_t start_ms;            /* CLOCK_MONOTONIC */
+	int64_t last_activity;       /* CLOCK_MONOTONIC ms */
+	bool c_eof, u_eof, c_shut, u_shut;
+	const char *first_eof;
+	/* HTTP: the head as it arrives, parsed where the last read stopped. */
+	struct conn_http *http;
+	/* HTTP forwarding: the head to send upstream, then exactly one body, every client
+	 * byte after the head fed once to the framing that says where the body ends. */
+	uint8_t *fwd_head;
+	size_t fwd_head_len;
+	struct http_framing framing;
+	/* The fast relay: our own reads, 64 KiB at a time, written through when the
+	 * other side's output is empty (CONNECT and SOCKS tunnels, once the guard is done). */
+	struct event *fast[2];       /* read events: [0] client, [1] upstream */
+	/* SNI guard: allocated while it inspects (CS_GUARD and only then), freed when it ends. */
+	struct conn_guard *guard;
+	char *sni;                   /* the server_name of the first ClientHello */
+};
+
+/* A request head being received: the parser's state and the request it fills. */
+struct conn_http {
+	struct http_head head;
+	struct http_request req;
+};
+
+/*
+ * The client bytes a guard may hold: one ClientHello and its record headers, and the
+ * ChangeCipherSpec records a client may send before it (tls_scan holds them with the
+ * hello, so that nothing flows before the hello is judged; they count against this).
+ */
+#define CONN_GUARD_HOLD (EGRESS_TLS_HELLO_MAX + 1024)
+
+struct conn_guard {
+	bool first;                  /* nothing classified yet */
+	bool held;                   /* the handshake deadline runs for held bytes */
+	bool hello_passed;           /* a ClientHello passed: what follows depends on the server */
+	int hrr;                     /* -1 unknown, 0 no, 1 the server asked for a retry */
+	uint8_t server[EGRESS_TLS_SERVER_HEAD];
+	size_t nserver;
+	uint8_t scratch[EGRESS_TLS_SCRATCH];
+};
+
+extern struct conn *conn_guard_pending;  /* held client bytes to judge after a server read */
+
+/* conn.c */
+void conn_transition(struct conn *c, enum conn_event ev);
+const struct policy_settings *conn_settings(const struct conn *c);
+void conn_log(const struct conn *c, const char *event, enum egress_reason reason,
+    const char *why);
+void conn_set_timer(struct conn *c, unsigned seconds);
+void conn_answer_and_close(struct conn *c, const void *out, size_t n);
+void conn_deny_receipt(struct conn *c, enum egress_reason reason, const char *why,
+    const uint8_t *raw, size_t raw_len);
+void conn_deny(struct conn *c, enum egress_reason reason, const char *why, const uint8_t *raw,
+    size_t raw_len, int http_status, int socks_rep);
+bool conn_write_open(struct conn *c);
+bool conn_account(struct conn *c, bool up, size_t n);
+void conn_free(struct conn *c);
+void conn_close(struct conn *c, enum egress_reason reason, const char *cause);
+
+/* frontend.c */
+void conn_client_read(struct bufferevent *bev, void *arg);
+
+/* connect.c */
+void conn_decide(struct conn *c);
+void conn_attempts_close(struct conn *c, int keep);
+
+/* guard.c */
+void conn_guard_read(struct bufferevent *bev, void *arg);
+bool conn_guard_stop(struct conn *c);
+void conn_guard_refuse(struct conn *c, enum egress_reason reason, const char *why,
+    const uint8_t *raw, size_t raw_len);
+
+/* relay.c */
+void conn_start_relay(struct conn *c, int fd);
+void conn_relay_read(struct bufferevent *bev, void *arg);
+void conn_relay_write(struct bufferevent *bev, void *arg);
+void conn_relay_event(struct bufferevent *bev, short what, void *arg);
+void conn_fast_start(struct conn *c);
+void conn_idle_check(struct conn *c);
+
+#endif

@@ -1,0 +1,381 @@
+/*
+ * connect.c: the decision and the connect. Policy, then quotas; a name is resolved
+ * (c-ares), every CNAME checked against the deny rules, every answer classified (one
+ * refused address refuses the name), the set pinned; then the pinned addresses are tried,
+ * families interleaved with a 250 ms stagger (RFC 8305), egressd's own listener refused.
+ * Trusts the policy and the resolver's answers only as far as these checks let them.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+
+#include "conn.h"
+
+static void conn_connect_next(struct conn *c);
+static long conn_classify(struct conn *c, const struct addr *addrs, size_t n,
+    struct addr_verdict *v);
+static void conn_deny_private(struct conn *c, const struct addr *a,
+    const struct addr_verdict *v);
+static void conn_connect(struct conn *c, const struct addr *addrs, size_t n);
+static void conn_dns_cb(void *arg, const struct dns_answer *ans);
+
+static bool
+conn_quota_ok(struct conn *c)
+{
+	struct principal *p = c->p;
+	const struct policy_settings *s = conn_settings(c);
+	time_t now = time(NULL);
+
+	if (p->live >= s->quota_connections) {
+		conn_deny(c, EGRESS_QUOTA_CONNECTIONS, "concurrent tunnels at the limit", NULL, 0,
+		    0, -1);
+		return false;
+	}
+	if (s->quota_bytes != EGRESS_UNLIMITED && p->bytes >= s->quota_bytes) {
+		conn_deny(c, EGRESS_QUOTA_BYTES, "byte budget spent", NULL, 0, 0, -1);
+		return false;
+	}
+	if (s->quota_rate != EGRESS_UNLIMITED) {
+		if (p->rate_second != now) {
+			p->rate_second = now;
+			p->rate_count = 0;
+		}
+		if (p->rate_count >= s->quota_rate) {
+			conn_deny(c, EGRESS_QUOTA_RATE, "new tunnels per second over the limit",
+			    NULL, 0, 0, -1);
+			return false;
+		}
+		p->rate_count++;
+	}
+	p->live++;
+	c->counted = true;
+	return true;
+}
+
+void
+conn_attempts_close(struct conn *c, int keep)
+{
+	for (size_t i = 0; i < c->natt; i++) {
+		if ((int)i == keep || c->att[i].fd == -1)
+			continue;
+		event_free(c->att[i].ev);
+		close(c->att[i].fd);
+		c->att[i].fd = -1;
+	}
+	if (c->stagger != NULL) {
+		event_free(c->stagger);
+		c->stagger = NULL;
+	}
+}
+
+static void
+conn_connect_failed_all(struct conn *c)
+{
+	conn_attempts_close(c, -1);
+	c->natt = 0;
+	if (c->last_errno == ETIMEDOUT)
+		conn_deny(c, EGRESS_CONNECT_TIMEOUT, "no pinned address answered", NULL, 0, 0,
+		    -1);
+	else
+		conn_deny(c, EGRESS_CONNECT_REFUSED, strerror(c->last_errno), NULL, 0, 0, -1);
+}
+
+static void
+conn_attempt_done(struct conn *c, size_t i)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	if (getsockopt(c->att[i].fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
+		err = errno;
+	if (err == 0) {
+		int fd = c->att[i].fd;
+
+		event_free(c->att[i].ev);
+		c->att[i].fd = -1;
+		conn_attempts_close(c, -1);
+		c->natt = 0;
+		evtimer_del(c->timer);
+		addr_format(&c->att[i].addr, c->addr_text);
+		conn_start_relay(c, fd);
+		return;
+	}
+	event_free(c->att[i].ev);
+	close(c->att[i].fd);
+	c->att[i].fd = -1;
+	c->last_errno = err;
+	c->failed++;
+	log_debug("event=connect-failed id=%s error=%s", c->id, strerror(err));
+	/* A refusal needs no stagger: try the next address now. */
+	if (c->next < c->naddrs)
+		conn_connect_next(c);
+	else if (c->failed == c->natt)
+		conn_connect_failed_all(c);
+}
+
+static void
+conn_attempt_ready(evutil_socket_t fd, short what, void *arg)
+{
+	struct attempt *a = arg;
+
+	(void)fd;
+	(void)what;
+	conn_attempt_done(a->c, (size_t)(a - a->c->att));
+}
+
+static void
+conn_stagger_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	conn_connect_next(arg);
+}
+
+/*
+ * egressd's own listener (metrics-listen) is refused whatever the policy permits, as a
+ * private-address with the range "metrics-listen". Asked of every address right before
+ * its connect(): literal, resolved or pinned (a pin holds for every port, the listener is
+ * one port), from every frontend, and after any change of the host's addresses.
+ */
+static bool
+conn_refuse_own(struct conn *c, const struct addr *a)
+{
+	struct addr_verdict v;
+
+	if (!metrics_is_own(a, c->port))
+		return false;
+	memset(&v, 0, sizeof(v));
+	v.denied = true;
+	v.range = "metrics-listen";
+	v.name = "egressd's own listening address";
+	conn_attempts_close(c, -1);
+	c->natt = 0;
+	c->next = c->naddrs;
+	conn_deny_private(c, a, &v);
+	return true;
+}
+
+static void
+conn_connect_next(struct conn *c)
+{
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+	struct attempt *a;
+	int fd;
+
+	while (c->next < c->naddrs) {
+		const struct addr *ad = &c->addrs[c->next++];
+
+		if (conn_refuse_own(c, ad))
+			return;
+
+		memset(&ss, 0, sizeof(ss));
+		if (ad->family == AF_INET) {
+			struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+
+			sin->sin_family = AF_INET;
+			sin->sin_port = htons(c->port);
+			memcpy(&sin->sin_addr, ad->b, 4);
+			sslen = sizeof(*sin);
+		} else {
+			struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+
+			sin6->sin6_family = AF_INET6;
+			sin6->sin6_port = htons(c->port);
+			memcpy(&sin6->sin6_addr, ad->b, 16);
+			sslen = sizeof(*sin6);
+		}
+		fd = socket(ad->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd == -1) {
+			c->last_errno = errno;
+			if (errno == EMFILE || errno == ENFILE)
+				break;
+			continue;
+		}
+		if (connect(fd, (struct sockaddr *)&ss, sslen) == -1 && errno != EINPROGRESS) {
+			c->last_errno = errno;
+			close(fd);
+			continue;
+		}
+		a = &c->att[c->natt++];
+		a->fd = fd;
+		a->addr = *ad;
+		a->c = c;
+		a->ev = event_new(egressd_base, fd, EV_WRITE, conn_attempt_ready, a);
+		event_add(a->ev, NULL);
+		/* RFC 8305: the next address starts after the stagger unless this one fails. */
+		if (c->next < c->naddrs) {
+			struct timeval tv = { 0, EGRESSD_CONNECT_STAGGER_MS * 1000 };
+
+			if (c->stagger == NULL)
+				c->stagger = evtimer_new(egressd_base, conn_stagger_cb, c);
+			evtimer_add(c->stagger, &tv);
+		}
+		return;
+	}
+	if (c->natt == c->failed)
+		conn_connect_failed_all(c);
+}
+
+/* Orders addresses IPv6 first, families alternating (RFC 8305 section 4). */
+static void
+conn_interleave(struct conn *c, const struct addr *in, size_t n)
+{
+	struct addr v4[EGRESSD_MAX_ADDRS], v6[EGRESSD_MAX_ADDRS];
+	size_t n4 = 0, n6 = 0, i4 = 0, i6 = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (in[i].family == AF_INET6)
+			v6[n6++] = in[i];
+		else
+			v4[n4++] = in[i];
+	}
+	c->naddrs = 0;
+	while (i4 < n4 || i6 < n6) {
+		if (i6 < n6)
+			c->addrs[c->naddrs++] = v6[i6++];
+		if (i4 < n4)
+			c->addrs[c->naddrs++] = v4[i4++];
+	}
+	c->next = 0;
+}
+
+static void
+conn_connect(struct conn *c, const struct addr *addrs, size_t n)
+{
+	conn_transition(c, CE_CONNECT);
+	/* One own address refuses the set, as one private answer does: none is tried. */
+	for (size_t i = 0; i < n; i++)
+		if (conn_refuse_own(c, &addrs[i]))
+			return;
+	conn_interleave(c, addrs, n);
+	conn_set_timer(c, (unsigned)conn_settings(c)->timeout_connect);
+	conn_connect_next(c);
+}
+
+/*
+ * Every address must be global or inside a permit-range; one refused answer refuses the
+ * name (a mixed answer set is itself a rebinding signature). Returns the index of the
+ * refused address, or -1.
+ */
+static long
+conn_classify(struct conn *c, const struct addr *addrs, size_t n, struct addr_verdict *v)
+{
+	const struct conf *conf = egressd_conf;
+	const struct policy_settings *s = conn_settings(c);
+
+	for (size_t i = 0; i < n; i++) {
+		if (addr_classify(&addrs[i], conf->nat64, conf->nnat64, v) &&
+		    !addr_permitted(&addrs[i], v, s->permit, s->npermit))
+			return (long)i;
+	}
+	return -1;
+}
+
+static void
+conn_deny_private(struct conn *c, const struct addr *a, const struct addr_verdict *v)
+{
+	char why[256];
+
+	addr_format(a, c->addr_text);
+	snprintf(why, sizeof(why), "%s is in %s (%s)%s%s", c->addr_text, v->range, v->name,
+	    v->embedded ? " via " : "", v->embedded ? v->via : "");
+	conn_deny(c, EGRESS_PRIVATE_ADDRESS, why, NULL, 0, 0, -1);
+}
+
+static void
+conn_dns_cb(void *arg, const struct dns_answer *ans)
+{
+	struct conn *c = arg;
+	struct addr_verdict v;
+	long bad;
+
+	c->dq = NULL;
+	if (ans->reason != EGRESS_ALLOWED) {
+		conn_deny(c, ans->reason, ans->why, NULL, 0, 0, -1);
+		return;
+	}
+	/* A deny rule applies to every name of the CNAME chain. */
+	for (size_t i = 0; i < ans->ncnames; i++) {
+		struct host h;
+		const char *why;
+		unsigned line;
+
+		if (host_parse(ans->cnames[i], strlen(ans->cnames[i]), &h, &why) == -1) {
+			conn_deny(c, EGRESS_DNS_FAILURE, "CNAME target is not a valid name", NULL, 0,
+			    0, -1);
+			return;
+		}
+		if (policy_denies(c->p->policy, &h, c->port, &line)) {
+			char whybuf[300];
+
+			snprintf(whybuf, sizeof(whybuf), "CNAME %s denied by rule line %u", h.name,
+			    line);
+			conn_deny(c, EGRESS_DENIED_BY_RULE, whybuf, NULL, 0, 0, -1);
+			return;
+		}
+	}
+	if ((bad = conn_classify(c, ans->addrs, ans->naddrs, &v)) >= 0) {
+		conn_deny_private(c, &ans->addrs[bad], &v);
+		return;
+	}
+	principal_pin_put(c->p, c->host.name, ans->addrs, ans->naddrs, ans->ttl);
+	conn_connect(c, ans->addrs, ans->naddrs);
+}
+
+void
+conn_decide(struct conn *c)
+{
+	enum egress_reason r;
+	unsigned line = 0;
+	const struct pin *pin;
+	struct addr_verdict v;
+
+	evtimer_del(c->timer);
+	bufferevent_disable(c->cbev, EV_READ);
+	if (egressd_stopping) {
+		conn_deny(c, EGRESS_SHUTDOWN, "egressd is stopping", NULL, 0, 0, -1);
+		return;
+	}
+	r = policy_decide(c->p->policy, &c->host, c->port, &line);
+	if (r != EGRESS_ALLOWED) {
+		char why[64];
+
+		if (line)
+			snprintf(why, sizeof(why), "rule line %u", line);
+		conn_deny(c, r, line ? why : "no rule allows it", NULL, 0, 0, -1);
+		return;
+	}
+	if (!conn_quota_ok(c))
+		return;
+	if (c->host.kind != HOST_NAME) {
+		if (conn_classify(c, &c->host.addr, 1, &v) >= 0) {
+			conn_deny_private(c, &c->host.addr, &v);
+			return;
+		}
+		conn_connect(c, &c->host.addr, 1);
+		return;
+	}
+	if ((pin = principal_pin_get(c->p, c->host.name)) != NULL) {
+		/*
+		 * Pinned addresses were classified when they were pinned, under this policy;
+		 * whether one is egressd's own listener depends on the port and on the host's
+		 * addresses now, so conn_connect asks that again.
+		 */
+		conn_connect(c, pin->addrs, pin->naddrs);
+		return;
+	}
+	conn_transition(c, CE_RESOLVE);
+	c->dq = dns_resolve(c->host.name, (unsigned)conn_settings(c)->timeout_dns, conn_dns_cb,
+	    c);
+}

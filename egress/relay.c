@@ -1,0 +1,441 @@
+/*
+ * relay.c: the tunnel. The success answer, then the bounded two-way copy (EGRESSD_RELAY_BUF
+ * per direction, the reader paused beyond it), half-close propagated once a side's bytes
+ * are delivered, a forwarded request's body cut by its framing, the fast relay of our own
+ * 64 KiB reads, and the idle timeout. Trusts nothing either side sends: it only copies.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+
+#include "conn.h"
+
+
+static void
+conn_maybe_finish(struct conn *c)
+{
+	if (c->c_shut && c->u_shut) {
+		conn_close(c, EGRESS_ALLOWED, c->first_eof);
+		return;
+	}
+	/* Forwarding: the response is complete when the upstream closes and it is flushed. */
+	if (c->fe == FE_HTTP_FORWARD && c->u_eof &&
+	    evbuffer_get_length(bufferevent_get_output(c->cbev)) == 0)
+		conn_close(c, EGRESS_ALLOWED, c->first_eof);
+}
+
+/* Half-close: once everything from the closed side is delivered, shut the other way. */
+static void
+conn_propagate_eof(struct conn *c)
+{
+	if (c->c_eof && !c->u_shut && c->fe != FE_HTTP_FORWARD &&
+	    evbuffer_get_length(bufferevent_get_output(c->ubev)) == 0) {
+		shutdown(bufferevent_getfd(c->ubev), SHUT_WR);
+		c->u_shut = true;
+	}
+	if (c->u_eof && !c->c_shut &&
+	    evbuffer_get_length(bufferevent_get_output(c->cbev)) == 0) {
+		shutdown(bufferevent_getfd(c->cbev), SHUT_WR);
+		c->c_shut = true;
+	}
+	conn_maybe_finish(c);
+}
+
+/* The forwarded request's body has ended (or broke): no client byte goes up any more. */
+static bool
+conn_forward_done(const struct conn *c)
+{
+	return c->fe == FE_HTTP_FORWARD && c->framing.status != PROTO_NEED_MORE;
+}
+
+/* Extents of the client's input handed to the framing per evbuffer_peek. */
+#define CONN_FORWARD_IOV 8
+
+/*
+ * Feeds the n bytes at the start of in to the body framing; *n becomes how many of them
+ * belong to the body. No byte in `in` was fed before: the caller moves the *n taken and,
+ * once the body ended, drains the rest. The bytes are read in place, never copied.
+ */
+static enum proto_status
+conn_forward_take(struct conn *c, struct evbuffer *in, size_t *n, struct proto_error *err)
+{
+	struct evbuffer_iovec v[CONN_FORWARD_IOV];
+	struct evbuffer_ptr pos;
+	enum proto_status st = c->framing.status;
+	size_t avail = *n, total = 0, len, taken;
+	int k, i;
+
+	memset(err, 0, sizeof(*err));
+	/* Each pass takes at least one byte or ends: at most avail passes. */
+	while (total < avail && st == PROTO_NEED_MORE) {
+		if (evbuffer_ptr_set(in, &pos, total, EVBUFFER_PTR_SET) == -1)
+			break;
+		k = evbuffer_peek(in, (ev_ssize_t)(avail - total), &pos, v, CONN_FORWARD_IOV);
+		if (k <= 0)
+			break;
+		for (i = 0; i < k && i < CONN_FORWARD_IOV && st == PROTO_NEED_MORE; i++) {
+			len = v[i].iov_len < avail - total ? v[i].iov_len : avail - total;
+			st = http_framing_take(&c->framing, v[i].iov_base, len, &taken, err);
+			total += taken;
+		}
+	}
+	*n = total;                     /* what was not walked stays, not fed yet */
+	return st;
+}
+
+/* Moves what src has to the other side; false when the connection was closed. */
+static bool
+conn_relay_move(struct conn *c, struct bufferevent *src)
+{
+	bool up = src == c->cbev;
+	struct bufferevent *dst = up ? c->ubev : c->cbev;
+	struct evbuffer *in = bufferevent_get_input(src), *out = bufferevent_get_output(dst);
+	size_t n = evbuffer_get_length(in);
+	int moved;
+
+	if (up && conn_forward_done(c)) {
+		/* Exactly one request: what follows the body is never forwarded. */
+		evbuffer_drain(in, n);
+		bufferevent_disable(c->cbev, EV_READ);
+		return true;
+	}
+	if (n == 0)
+		return true;
+	if (up && c->state == CS_GUARD)
+		return true;            /* held for the SNI guard; it releases what passes */
+	if (!up && c->state == CS_GUARD && c->guard->hello_passed && c->guard->hrr < 0) {
+		/* Note the server's first bytes: is it asking for a second ClientHello? */
+		struct conn_guard *g = c->guard;
+		size_t want = sizeof(g->server) - g->nserver;
+
+		g->nserver += (size_t)evbuffer_copyout(in, g->server + g->nserver,
+		    want < n ? want : n);
+		g->hrr = tls_server_hrr(g->server, g->nserver);
+		if (g->hrr >= 0 && evbuffer_get_length(bufferevent_get_input(c->cbev)) > 0)
+			conn_guard_pending = c;
+	}
+	if (!c->opened && !conn_write_open(c)) {
+		conn_close(c, EGRESS_SHUTDOWN, "error");
+		return false;
+	}
+	if (up && c->fe == FE_HTTP_FORWARD) {
+		/* Fed right before the move: every byte fed is moved or drained below. */
+		struct proto_error err;
+
+		if (conn_forward_take(c, in, &n, &err) == PROTO_ERROR) {
+			conn_log(c, "forward", EGRESS_MALFORMED_REQUEST, err.why);
+			conn_close(c, EGRESS_MALFORMED_REQUEST, "error");
+			return false;
+		}
+		if (conn_forward_done(c)) {
+			bufferevent_disable(c->cbev, EV_READ);
+			if (n == 0) {
+				evbuffer_drain(in, evbuffer_get_length(in));
+				return true;
+			}
+		}
+		if (n == 0)
+			return true;
+	}
+	moved = evbuffer_remove_buffer(in, out, n);
+	if (moved <= 0)
+		return true;
+	if (up && conn_forward_done(c))
+		evbuffer_drain(in, evbuffer_get_length(in));
+	if (!conn_account(c, up, (size_t)moved))
+		return false;
+	/* Backpressure: a slow reader on dst pauses src; dst's write callback resumes it. */
+	if (evbuffer_get_length(out) >= EGRESSD_RELAY_BUF) {
+		bufferevent_disable(src, EV_READ);
+		bufferevent_setwatermark(dst, EV_WRITE, EGRESSD_RELAY_BUF / 2, 0);
+	}
+	return true;
+}
+
+void
+conn_relay_read(struct bufferevent *src, void *arg)
+{
+	struct conn *c = arg;
+
+	if (!conn_relay_move(c, src))
+		return;
+	/* The server's answer is known now: judge the client bytes held meanwhile. */
+	if (conn_guard_pending == c) {
+		conn_guard_pending = NULL;
+		if (c->state == CS_GUARD)
+			conn_guard_read(c->cbev, c);
+	}
+}
+
+void
+conn_relay_write(struct bufferevent *dst, void *arg)
+{
+	struct conn *c = arg;
+	bool to_up = dst == c->ubev;
+	struct bufferevent *src = to_up ? c->cbev : c->ubev;
+	bool src_eof = to_up ? c->c_eof : c->u_eof;
+
+	bufferevent_setwatermark(dst, EV_WRITE, 0, 0);
+	if (!src_eof && !(to_up && conn_forward_done(c))) {
+		if (c->fast[to_up ? 0 : 1] != NULL)
+			event_add(c->fast[to_up ? 0 : 1], NULL);
+		else
+			bufferevent_enable(src, EV_READ);
+	}
+	conn_propagate_eof(c);
+}
+
+/*
+ * The fast relay. libevent 2.1 reads at most 4 KiB per call (EVBUFFER_MAX_READ), a
+ * syscall and a wake-up per page of a bulk tunnel; here each read takes up to the relay
+ * bound into one scratch buffer, and goes straight to the other socket when nothing is
+ * queued there. What does not fit is queued in the other side's bufferevent, whose
+ * bound pauses this side exactly as before.
+ */
+static uint8_t conn_scratch[EGRESSD_RELAY_BUF];
+
+static void
+conn_fast_read(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	bool up = fd == bufferevent_getfd(c->cbev);
+	struct bufferevent *dst = up ? c->ubev : c->cbev;
+	struct evbuffer *out = bufferevent_get_output(dst);
+	size_t queued = evbuffer_get_length(out), room;
+	ssize_t n, w = 0;
+
+	(void)what;
+	if (queued >= EGRESSD_RELAY_BUF) {
+		event_del(c->fast[up ? 0 : 1]);
+		bufferevent_setwatermark(dst, EV_WRITE, EGRESSD_RELAY_BUF / 2, 0);
+		return;
+	}
+	room = EGRESSD_RELAY_BUF - queued;
+	n = read(fd, conn_scratch, room);
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+			return;
+		conn_close(c, EGRESS_ALLOWED, errno == ECONNRESET ?
+		    (up ? "client-reset" : "upstream-reset") : "error");
+		return;
+	}
+	if (n == 0) {
+		event_del(c->fast[up ? 0 : 1]);
+		if (up)
+			c->c_eof = true;
+		else
+			c->u_eof = true;
+		if (c->first_eof == NULL)
+			c->first_eof = up ? "client-eof" : "upstream-eof";
+		conn_propagate_eof(c);
+		return;
+	}
+	if (queued == 0) {
+		w = send(bufferevent_getfd(dst), conn_scratch, (size_t)n, MSG_NOSIGNAL |
+		    MSG_DONTWAIT);
+		if (w < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+				conn_close(c, EGRESS_ALLOWED, errno == EPIPE ||
+				    errno == ECONNRESET ? (up ? "upstream-reset" : "client-reset") :
+				    "error");
+				return;
+			}
+			w = 0;
+		}
+	}
+	if (w < n)
+		evbuffer_add(out, conn_scratch + w, (size_t)(n - w));
+	if (!conn_account(c, up, (size_t)n))
+		return;
+	if (evbuffer_get_length(out) >= EGRESSD_RELAY_BUF) {
+		event_del(c->fast[up ? 0 : 1]);
+		bufferevent_setwatermark(dst, EV_WRITE, EGRESSD_RELAY_BUF / 2, 0);
+	}
+}
+
+/*
+ * From the bufferevents' reads to ours: what they already read is delivered first. A
+ * forwarded request never takes this path: every client byte of it must pass the body
+ * framing in conn_relay_move, which alone decides what goes upstream.
+ */
+void
+conn_fast_start(struct conn *c)
+{
+	if (c->fe == FE_HTTP_FORWARD || c->state == CS_GUARD || c->fast[0] != NULL)
+		return;
+	bufferevent_disable(c->cbev, EV_READ);
+	bufferevent_disable(c->ubev, EV_READ);
+	if (!conn_relay_move(c, c->cbev) || !conn_relay_move(c, c->ubev))
+		return;
+	c->fast[0] = event_new(egressd_base, bufferevent_getfd(c->cbev), EV_READ | EV_PERSIST,
+	    conn_fast_read, c);
+	c->fast[1] = event_new(egressd_base, bufferevent_getfd(c->ubev), EV_READ | EV_PERSIST,
+	    conn_fast_read, c);
+	if (!c->c_eof && evbuffer_get_length(bufferevent_get_output(c->ubev)) <
+	    EGRESSD_RELAY_BUF)
+		event_add(c->fast[0], NULL);
+	if (!c->u_eof && evbuffer_get_length(bufferevent_get_output(c->cbev)) <
+	    EGRESSD_RELAY_BUF)
+		event_add(c->fast[1], NULL);
+}
+
+void
+conn_relay_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+	bool client = bev == c->cbev;
+
+	if (what & BEV_EVENT_EOF) {
+		if (client && c->state == CS_GUARD) {
+			/* A client that stops mid-ClientHello never had it judged. */
+			if (evbuffer_get_length(bufferevent_get_input(bev)) > 0) {
+				conn_guard_refuse(c, EGRESS_SNI_MALFORMED,
+				    "client closed in the middle of its ClientHello", NULL, 0);
+				return;
+			}
+			if (!conn_guard_stop(c))
+				return;
+		}
+		/* Deliver what is left in the input first. */
+		if (!conn_relay_move(c, bev))
+			return;
+		if (client)
+			c->c_eof = true;
+		else
+			c->u_eof = true;
+		if (c->first_eof == NULL)
+			c->first_eof = client ? "client-eof" : "upstream-eof";
+		conn_propagate_eof(c);
+		return;
+	}
+	if (what & BEV_EVENT_ERROR) {
+		int e = EVUTIL_SOCKET_ERROR();
+
+		if (e == ECONNRESET || e == EPIPE)
+			conn_close(c, EGRESS_ALLOWED, client ? "client-reset" : "upstream-reset");
+		else
+			conn_close(c, EGRESS_ALLOWED, "error");
+	}
+}
+
+/* The idle check runs at most once per timeout idle; activity only stamps a time. */
+void
+conn_idle_check(struct conn *c)
+{
+	int64_t now = egress_mono_ms(), idle = (int64_t)conn_settings(c)->timeout_idle * 1000;
+	struct timeval tv;
+
+	if (now - c->last_activity >= idle) {
+		conn_close(c, EGRESS_IDLE_TIMEOUT, "idle-timeout");
+		return;
+	}
+	tv.tv_sec = (time_t)((c->last_activity + idle - now) / 1000);
+	tv.tv_usec = (suseconds_t)(((c->last_activity + idle - now) % 1000) * 1000);
+	evtimer_add(c->timer, &tv);
+}
+
+void
+conn_start_relay(struct conn *c, int fd)
+{
+	const struct policy_settings *s = conn_settings(c);
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c->ubev = bufferevent_socket_new(egressd_base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (c->ubev == NULL) {
+		close(fd);
+		conn_deny(c, EGRESS_CONNECT_REFUSED, "no memory for the upstream", NULL, 0, 0, -1);
+		return;
+	}
+	/*
+	 * The SNI guard holds the client's bytes (never the upstream's) until it can classify
+	 * them. Forwarding is exempt: egressd writes that request itself, in plain HTTP.
+	 */
+	if (s->sni != SNI_OFF && c->fe != FE_HTTP_FORWARD) {
+		c->guard = xcalloc(1, sizeof(*c->guard));
+		c->guard->first = true;
+		c->guard->hrr = -1;
+		conn_transition(c, CE_CONNECTED_GUARD);
+	} else {
+		/* The open receipt reaches the kernel before any byte may flow. */
+		if (!conn_write_open(c)) {
+			conn_deny(c, EGRESS_SHUTDOWN, "receipt could not be written", NULL, 0, 0,
+			    -1);
+			return;
+		}
+		conn_transition(c, CE_CONNECTED);
+	}
+	c->last_activity = egress_mono_ms();
+
+	switch (c->fe) {
+	case FE_HTTP_CONNECT: {
+		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+
+		bufferevent_write(c->cbev, ok, sizeof(ok) - 1);
+		break;
+	}
+	case FE_SOCKS5: {
+		uint8_t out[10];
+
+		bufferevent_write(c->cbev, out, socks5_reply(0x00, out));
+		break;
+	}
+	case FE_SOCKS4: {
+		uint8_t out[8];
+
+		bufferevent_write(c->cbev, out, socks4_reply(90, out));
+		break;
+	}
+	case FE_NATIVE:
+	case FE_TRANSPARENT: {
+		uint8_t out[EGRESS_NATIVE_REPLY];
+
+		bufferevent_write(c->cbev, out, native_reply(EGRESS_ALLOWED, out));
+		break;
+	}
+	case FE_HTTP_FORWARD:
+		/* egressd writes the head, but it is the client's request: it counts as bytes
+		 * up and against the byte quota like the body that follows. */
+		bufferevent_write(c->ubev, c->fwd_head, c->fwd_head_len);
+		free(c->fwd_head);
+		c->fwd_head = NULL;
+		if (!conn_account(c, true, c->fwd_head_len))
+			return;
+		break;
+	default:
+		break;
+	}
+	/* conn_transition installed both sides' callbacks and the client's read bound. */
+	bufferevent_setwatermark(c->ubev, EV_READ, 0, EGRESSD_RELAY_BUF);
+	/* libevent reads 4 KiB at a time by default: a bulk tunnel then costs a syscall and
+	 * a wake-up per page. Up to the relay bound per call instead (reads allocate what
+	 * the socket has, so an idle or chatty tunnel does not grow). */
+	bufferevent_set_max_single_read(c->cbev, EGRESSD_RELAY_BUF);
+	bufferevent_set_max_single_read(c->ubev, EGRESSD_RELAY_BUF);
+	bufferevent_set_max_single_write(c->cbev, EGRESSD_RELAY_BUF);
+	bufferevent_set_max_single_write(c->ubev, EGRESSD_RELAY_BUF);
+	bufferevent_enable(c->ubev, EV_READ | EV_WRITE);
+	bufferevent_enable(c->cbev, EV_READ | EV_WRITE);
+	conn_set_timer(c, (unsigned)s->timeout_idle);
+	/* Bytes the client sent early (after its request) are tunnel payload. */
+	if (c->state == CS_GUARD || c->fe == FE_HTTP_FORWARD) {
+		if (evbuffer_get_length(bufferevent_get_input(c->cbev)) == 0)
+			return;
+		if (c->state == CS_GUARD)
+			conn_guard_read(c->cbev, c);
+		else
+			conn_relay_read(c->cbev, c);
+		return;
+	}
+	conn_fast_start(c);
+}

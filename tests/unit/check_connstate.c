@@ -1,0 +1,174 @@
+/*
+ * check_connstate.c: unit tests for a connection's state table (egress/connstate.c). Every
+ * (state, event) pair is checked against the transitions the design allows (conn.h): the
+ * sniff chooses a frontend; a frontend's request resolves or connects; the resolution
+ * connects; a connect ends in the tunnel, guarded or not; the guard ends in the relay;
+ * every phase before the tunnel may owe an answer (drain). Everything else is refused,
+ * in particular any way back, any way out of the relay or the drain, and an answer once
+ * bytes may have flowed. Links the state table from libegressd.a alone.
+ */
+#include "config.h"
+
+#include <check.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+struct allowed {
+	enum conn_state from;
+	enum conn_event ev;
+	enum conn_state to;
+};
+
+/* The whole list of allowed transitions: any pair not in it must be refused. */
+static const struct allowed allowed[] = {
+	{ CS_SNIFF, CE_SNIFF_HTTP, CS_HTTP },
+	{ CS_SNIFF, CE_SNIFF_SOCKS5, CS_SOCKS5 },
+	{ CS_SNIFF, CE_SNIFF_SOCKS4, CS_SOCKS4 },
+	{ CS_SNIFF, CE_SNIFF_NATIVE, CS_NATIVE },
+	{ CS_SNIFF, CE_ANSWER, CS_DRAIN },
+	{ CS_HTTP, CE_RESOLVE, CS_RESOLVE },
+	{ CS_HTTP, CE_CONNECT, CS_CONNECT },
+	{ CS_HTTP, CE_ANSWER, CS_DRAIN },
+	{ CS_SOCKS5, CE_RESOLVE, CS_RESOLVE },
+	{ CS_SOCKS5, CE_CONNECT, CS_CONNECT },
+	{ CS_SOCKS5, CE_ANSWER, CS_DRAIN },
+	{ CS_SOCKS4, CE_RESOLVE, CS_RESOLVE },
+	{ CS_SOCKS4, CE_CONNECT, CS_CONNECT },
+	{ CS_SOCKS4, CE_ANSWER, CS_DRAIN },
+	{ CS_NATIVE, CE_RESOLVE, CS_RESOLVE },
+	{ CS_NATIVE, CE_CONNECT, CS_CONNECT },
+	{ CS_NATIVE, CE_ANSWER, CS_DRAIN },
+	{ CS_RESOLVE, CE_CONNECT, CS_CONNECT },
+	{ CS_RESOLVE, CE_ANSWER, CS_DRAIN },
+	{ CS_CONNECT, CE_CONNECTED, CS_RELAY },
+	{ CS_CONNECT, CE_CONNECTED_GUARD, CS_GUARD },
+	{ CS_CONNECT, CE_ANSWER, CS_DRAIN },
+	{ CS_GUARD, CE_GUARD_END, CS_RELAY },
+};
+
+static const struct allowed *
+find_allowed(enum conn_state s, enum conn_event ev)
+{
+	for (size_t i = 0; i < NELEM(allowed); i++)
+		if (allowed[i].from == s && allowed[i].ev == ev)
+			return &allowed[i];
+	return NULL;
+}
+
+/* One loop iteration per (state, event) pair: the table says exactly what the list says. */
+START_TEST(test_every_pair)
+{
+	enum conn_state s = (enum conn_state)(_i / CE_COUNT);
+	enum conn_event ev = (enum conn_event)(_i % CE_COUNT);
+	const struct allowed *a = find_allowed(s, ev);
+	enum conn_state got = conn_state_next(s, ev);
+
+	if (a != NULL)
+		ck_assert_msg(got == a->to, "%s on %s: %s, want %s", conn_state_name(s),
+		    conn_event_name(ev), conn_state_name(got), conn_state_name(a->to));
+	else
+		ck_assert_msg(got == CS_REFUSED, "%s on %s: %s, want refused", conn_state_name(s),
+		    conn_event_name(ev), conn_state_name(got));
+}
+END_TEST
+
+/* No event leads back to the sniff, out of the relay or the drain, or into a frontend
+ * from anywhere but the sniff. */
+START_TEST(test_no_way_back)
+{
+	for (int s = 0; s < CS_COUNT; s++)
+		for (int ev = 0; ev < CE_COUNT; ev++) {
+			enum conn_state to = conn_state_next((enum conn_state)s, (enum conn_event)ev);
+
+			ck_assert(to != CS_SNIFF);
+			if (s == CS_RELAY || s == CS_DRAIN)
+				ck_assert(to == CS_REFUSED);
+			if (to == CS_HTTP || to == CS_SOCKS5 || to == CS_SOCKS4 || to == CS_NATIVE)
+				ck_assert_int_eq(s, CS_SNIFF);
+			/* Once bytes may flow (guard, relay) nobody is answered any more. */
+			if (s == CS_GUARD || s == CS_RELAY)
+				ck_assert(ev != CE_ANSWER || to == CS_REFUSED);
+		}
+}
+END_TEST
+
+/* Every state can be reached from the sniff, and every connection can end up answered
+ * or relaying: a table with a dead state is a design error. */
+START_TEST(test_reachable)
+{
+	bool seen[CS_COUNT] = { [CS_SNIFF] = true };
+	bool grew = true;
+
+	while (grew) {
+		grew = false;
+		for (int s = 0; s < CS_COUNT; s++) {
+			if (!seen[s])
+				continue;
+			for (int ev = 0; ev < CE_COUNT; ev++) {
+				enum conn_state to = conn_state_next((enum conn_state)s,
+				    (enum conn_event)ev);
+
+				if (to != CS_REFUSED && !seen[to]) {
+					seen[to] = true;
+					grew = true;
+				}
+			}
+		}
+	}
+	for (int s = 0; s < CS_COUNT; s++)
+		ck_assert_msg(seen[s], "%s is unreachable", conn_state_name((enum conn_state)s));
+}
+END_TEST
+
+/* Out of range asks are refused, never read past the table. */
+START_TEST(test_bounds)
+{
+	ck_assert_int_eq(conn_state_next(CS_COUNT, CE_ANSWER), CS_REFUSED);
+	ck_assert_int_eq(conn_state_next(CS_SNIFF, CE_COUNT), CS_REFUSED);
+	ck_assert_int_eq(conn_state_next((enum conn_state)-1, CE_ANSWER), CS_REFUSED);
+	ck_assert_str_eq(conn_state_name(CS_REFUSED), "refused");
+	for (int s = 0; s < CS_COUNT; s++)
+		ck_assert_ptr_nonnull(conn_state_name((enum conn_state)s));
+	for (int ev = 0; ev < CE_COUNT; ev++)
+		ck_assert_ptr_nonnull(conn_event_name((enum conn_event)ev));
+}
+END_TEST
+
+static Suite *
+connstate_suite(void)
+{
+	Suite *s = suite_create("connstate");
+	TCase *tc;
+
+	tc = tcase_create("every state x event: allowed ones lead where they should, the rest refused");
+	tcase_add_loop_test(tc, test_every_pair, 0, CS_COUNT * CE_COUNT);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("no way back, nothing out of relay or drain");
+	tcase_add_test(tc, test_no_way_back);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("every state reachable from the sniff");
+	tcase_add_test(tc, test_reachable);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("out of range");
+	tcase_add_test(tc, test_bounds);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(connstate_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
