@@ -1,6 +1,6 @@
 /*
  * frontend.c: a connection's request phase. The first bytes choose the frontend (0x05
- * SOCKS5, 0x04 SOCKS4, "EGR1" native, anything else HTTP); its parser (egress/http.c,
+ * SOCKS5, 0x04 SOCKS4, "EGR1" native, anything else HTTP); its parser (proto/http.c,
  * socks.c, native.c: pure and bounded) reads the request; conn_target sets the target,
  * turning a synthetic address back into its name; the DNS verb is answered from the
  * policy alone. Trusts nothing the client sends beyond what the parsers accept.

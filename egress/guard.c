@@ -1,6 +1,6 @@
 /*
  * guard.c: the SNI guard. Once the tunnel is up and the policy says sni match or
- * required, the client's bytes are held until tls_scan (egress/tls.c) classifies them;
+ * required, the client's bytes are held until tls_scan (proto/tls.c) classifies them;
  * what passes is released (and counted, conn_account), a refusal is a deny receipt if
  * nothing flowed yet. Trusts nothing the client sends; the server's first bytes are only
  * looked at to know whether it asked for a second ClientHello.
