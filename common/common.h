@@ -166,4 +166,21 @@ int egress_pin_open(struct egress_pin *pin, const char *path, const char *expect
     size_t errlen);
 int egress_pin_connect(const struct egress_pin *pin);
 
+/*
+ * FNV-1a over n bytes, the high bits folded in: the hash of the policy's rule tables and
+ * of egressd's synthetic-name map (names are short; speed matters more than strength,
+ * and neither table lets a client choose what collides with what it does not own).
+ */
+static inline uint64_t
+egress_hash(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= (uint8_t)s[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h ^ (h >> 29);
+}
+
 #endif

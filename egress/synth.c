@@ -46,18 +46,6 @@ struct synth {
 	uint64_t recycled;
 };
 
-static uint64_t
-synth_hash(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;  /* FNV-1a */
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= (uint8_t)s[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h ^ (h >> 29);
-}
-
 static size_t
 synth_off_bucket(const struct synth *s, uint32_t off)
 {
@@ -168,7 +156,7 @@ synth_find_name(const struct synth *s, const char *name, size_t len)
 
 	if (s->nbuckets == 0)
 		return NULL;
-	for (e = s->by_name[synth_hash(name, len) & (s->nbuckets - 1)]; e != NULL;
+	for (e = s->by_name[egress_hash(name, len) & (s->nbuckets - 1)]; e != NULL;
 	    e = e->by_name_next)
 		if (e->namelen == len && memcmp(e->name, name, len) == 0)
 			return e;
@@ -191,7 +179,7 @@ synth_find_off(const struct synth *s, uint32_t off)
 static void
 synth_link(struct synth *s, struct synth_entry *e)
 {
-	size_t b = synth_hash(e->name, e->namelen) & (s->nbuckets - 1);
+	size_t b = egress_hash(e->name, e->namelen) & (s->nbuckets - 1);
 
 	e->by_name_next = s->by_name[b];
 	s->by_name[b] = e;
@@ -205,7 +193,7 @@ synth_unlink(struct synth *s, struct synth_entry *e)
 {
 	struct synth_entry **pp;
 
-	for (pp = &s->by_name[synth_hash(e->name, e->namelen) & (s->nbuckets - 1)]; *pp != e;
+	for (pp = &s->by_name[egress_hash(e->name, e->namelen) & (s->nbuckets - 1)]; *pp != e;
 	    pp = &(*pp)->by_name_next)
 		;
 	*pp = e->by_name_next;

@@ -144,18 +144,6 @@ policy_diag_free(struct policy_diag *d)
 
 /* --- hash tables of rules --------------------------------------------------------- */
 
-static uint64_t
-htab_hash(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;       /* FNV-1a */
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= (uint8_t)s[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h ^ (h >> 29);
-}
-
 static size_t
 htab_find(const struct htab *t, const struct rule *rules, const char *s, size_t n)
 {
@@ -164,7 +152,7 @@ htab_find(const struct htab *t, const struct rule *rules, const char *s, size_t 
 	if (t->cap == 0)
 		return 0;
 	/* The table is at most half full, so the probe ends at an empty slot. */
-	for (i = htab_hash(s, n) & (t->cap - 1); t->slot[i] != 0; i = (i + 1) & (t->cap - 1)) {
+	for (i = egress_hash(s, n) & (t->cap - 1); t->slot[i] != 0; i = (i + 1) & (t->cap - 1)) {
 		const struct rule *r = &rules[t->slot[i] - 1];
 
 		if (r->hostlen == n && memcmp(r->host, s, n) == 0)
@@ -189,7 +177,7 @@ htab_put(struct htab *t, const struct rule *rules, size_t idx)
 		free(t->slot);
 		*t = nt;
 	}
-	for (i = htab_hash(r->host, r->hostlen) & (t->cap - 1); t->slot[i] != 0;
+	for (i = egress_hash(r->host, r->hostlen) & (t->cap - 1); t->slot[i] != 0;
 	    i = (i + 1) & (t->cap - 1))
 		;
 	t->slot[i] = idx + 1;

@@ -19,17 +19,7 @@ cd "$WORK" || exit 1
 e2e_need openssl curl
 
 # --- an HTTPS upstream and names for it -----------------------------------------------------
-if ! openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=ok.e2e.test -days 1 \
-    -addext "subjectAltName=DNS:ok.e2e.test,DNS:other.e2e.test" \
-    -keyout up.key -out "$BOX/up.crt" >openssl.log 2>&1; then
-	echo "Bail out! openssl req: $(cat openssl.log)"
-	exit 99
-fi
-UP=$(freeport)
-spawn tls openssl s_server -quiet -accept "127.0.0.1:$UP" -cert "$BOX/up.crt" -key up.key -www
-wait_tcp "$UP" || { echo "Bail out! openssl s_server did not start: $(cat tls.err)"; exit 99; }
-printf 'ok.e2e.test A 127.0.0.1\nother.e2e.test A 127.0.0.1\n' > zone
-dns_start zone
+https_upstream ok.e2e.test other.e2e.test
 RD=$WORK/rcpt
 mkdir -m 700 "$RD"
 R=$RD/r.jsonl

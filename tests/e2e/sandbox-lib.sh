@@ -142,3 +142,28 @@ listening() {
 	awk -v p=":$_hex" 'NR > 1 && $4 == "0A" && substr($2, length($2) - 4) == p { f = 1 }
 	    END { print f ? 1 : 0 }' /proc/net/tcp /proc/net/tcp6
 }
+
+# https_upstream NAME...: an HTTPS upstream (openssl s_server -www on 127.0.0.1:$UP) with a
+# certificate for every NAME ($BOX/up.crt, readable inside as up.crt), and the test's DNS
+# server answering each NAME with 127.0.0.1 ($DNS_PORT). Bails out when either fails.
+https_upstream() {
+	_san=
+	for _n in "$@"; do
+		_san="${_san:+$_san,}DNS:$_n"
+	done
+	if ! openssl req -x509 -newkey rsa:2048 -nodes -subj "/CN=$1" -days 1 \
+	    -addext "subjectAltName=$_san" \
+	    -keyout "$WORK/up.key" -out "$BOX/up.crt" >"$WORK/openssl.log" 2>&1; then
+		echo "Bail out! openssl req: $(cat "$WORK/openssl.log")"
+		exit 99
+	fi
+	UP=$(freeport)
+	spawn tls openssl s_server -quiet -accept "127.0.0.1:$UP" -cert "$BOX/up.crt" \
+	    -key "$WORK/up.key" -www
+	wait_tcp "$UP" || { echo "Bail out! openssl s_server did not start: $(cat "$WORK/tls.err")"; exit 99; }
+	: > "$WORK/zone"
+	for _n in "$@"; do
+		printf '%s A 127.0.0.1\n' "$_n" >> "$WORK/zone"
+	done
+	dns_start "$WORK/zone"
+}
