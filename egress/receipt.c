@@ -297,7 +297,7 @@ receipt_recover(FILE *fp, json_t *opens, bool *torn, size_t *torn_len)
 		line[--n] = '\0';
 		rcpt_chain_hash(line, (size_t)n, receipt_prev);
 		if ((o = json_loadb(line, (size_t)n, 0, &jerr)) == NULL) {
-			log_warn("event=receipt-recover problem=unparseable-line");
+			log_warnx("event=receipt-recover problem=unparseable-line");
 			receipt_next_seq++;
 			continue;
 		}
@@ -369,7 +369,7 @@ receipt_open(const char *path, const char *keyfile, struct event_base *base)
 		r.detail = detail;
 		if (receipt_write(&r) == -1)
 			return -1;
-		log_warn("event=receipt-repair detail=\"torn last line of %zu bytes\"", torn_len);
+		log_warnx("event=receipt-repair detail=\"torn last line of %zu bytes\"", torn_len);
 	}
 	json_object_foreach(opens, id, o) {
 		struct receipt r;
@@ -394,7 +394,7 @@ receipt_open(const char *path, const char *keyfile, struct event_base *base)
 	}
 	json_decref(opens);
 	if (closed)
-		log_warn("event=receipt-recover closed=%u detail=\"opens left by the previous "
+		log_warnx("event=receipt-recover closed=%u detail=\"opens left by the previous "
 		    "run closed with daemon-restart\"", closed);
 	receipt_flush();
 	if (base != NULL && receipt_sync_ev == NULL)
