@@ -6,7 +6,8 @@
  *                   programs' form (and egressd's until its log is configured);
  *   LOG_OUT_LOGFMT  egressd's log: "time=... level=... message[ error=strerror(errno)]" on
  *                   stderr, or "level=... message..." to syslog(3).
- * log_warn and log_fatal append strerror(errno); the x forms do not. log_fatal* log at
+ * log_warn, log_error_errno and log_fatal append strerror(errno); the x forms (and
+ * log_error, log_info, log_debug) do not. log_fatal* log at
  * level error and exit with the status given. The _f forms put the calling function's
  * name first. Trusts its callers' format strings; values from outside that may hold spaces
  * or quotes go through log_value() in logfmt.
@@ -37,6 +38,8 @@ void log_fatal_at(int status, int flags, const char *func, const char *fmt, ...)
 #define log_debug(...) log_emit(LOG_LVL_DEBUG, __VA_ARGS__)
 #define log_info(...) log_emit(LOG_LVL_INFO, __VA_ARGS__)
 #define log_error(...) log_emit(LOG_LVL_ERROR, __VA_ARGS__)
+/* Level error with strerror(errno), and no exit: a failure the daemon lives through. */
+#define log_error_errno(...) log_emit_f(LOG_LVL_ERROR, LOG_EMIT_ERRNO, NULL, __VA_ARGS__)
 #define log_warnx(...) log_emit(LOG_LVL_WARN, __VA_ARGS__)
 #define log_warn(...) log_emit_f(LOG_LVL_WARN, LOG_EMIT_ERRNO, NULL, __VA_ARGS__)
 #define log_warnx_f(...) log_emit_f(LOG_LVL_WARN, 0, __func__, __VA_ARGS__)

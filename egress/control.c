@@ -498,8 +498,7 @@ ctl_accept_cb(evutil_socket_t lfd, short what, void *arg)
 	if ((fd = egress_accept(lfd, &ctl_pause)) == -1) {
 		if (errno != EMFILE && errno != ENFILE && errno != EAGAIN &&
 		    errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
-			log_warnx("event=accept-error socket=%s error=%s", lease_only ? "lease" :
-			    "control", strerror(errno));
+			log_warn("event=accept-error socket=%s", lease_only ? "lease" : "control");
 		return;         /* nothing queued, or paused (egress_accept) */
 	}
 	memset(&cred, 0, sizeof(cred));

@@ -77,8 +77,7 @@ principal_accept_cb(evutil_socket_t lfd, short what, void *arg)
 				;       /* paused (egress_accept) */
 			else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
 			    errno != ECONNABORTED)
-				log_warnx("event=accept-error principal=%s error=%s", p->name,
-				    strerror(errno));
+				log_warn("event=accept-error principal=%s", p->name);
 			return;
 		}
 		conn_accept(p, fd);

@@ -59,7 +59,7 @@ receipt_reopen(void)
 	if (receipt_path == NULL)
 		return -1;
 	if ((fd = priv_receipts_open(receipt_path)) == -1) {
-		log_error("event=receipts-reopen path=%s error=%s", receipt_path, strerror(errno));
+		log_error_errno("event=receipts-reopen path=%s", receipt_path);
 		return -1;
 	}
 	receipt_flush();
@@ -82,7 +82,7 @@ receipt_rotate_if_due(void)
 	receipt_flush();
 	if (fdatasync(receipt_fd) == -1 ||
 	    (fd = priv_receipts_rotate(receipt_path, old, sizeof(old))) == -1) {
-		log_error("event=receipts-rotate path=%s error=%s", receipt_path, strerror(errno));
+		log_error_errno("event=receipts-rotate path=%s", receipt_path);
 		return;
 	}
 	close(receipt_fd);
@@ -136,7 +136,7 @@ receipt_flush(void)
 {
 	if (receipt_fd != -1 && receipt_dirty) {
 		if (fdatasync(receipt_fd) == -1)
-			log_error("event=receipt-sync error=%s", strerror(errno));
+			log_error_errno("event=receipt-sync");
 		receipt_dirty = false;
 	}
 }
@@ -152,8 +152,7 @@ receipt_append(const char *line, size_t len, bool arm_checkpoint)
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1) {
-			log_error("event=receipt-write path=%s error=%s", receipt_path,
-			    strerror(errno));
+			log_error_errno("event=receipt-write path=%s", receipt_path);
 			return -1;
 		}
 		off += (size_t)n;

@@ -43,7 +43,8 @@ log_read(FILE *f)
 	return buf;
 }
 
-enum log_call { CALL_WARN, CALL_WARNX, CALL_WARN_F, CALL_WARNX_F, CALL_INFO, CALL_DEBUG };
+enum log_call { CALL_WARN, CALL_WARNX, CALL_WARN_F, CALL_WARNX_F, CALL_INFO, CALL_DEBUG,
+	CALL_ERROR_ERRNO };
 
 struct log_case {
 	enum log_output out;
@@ -70,6 +71,10 @@ static const struct log_case log_cases[] = {
 	{ LOG_OUT_LOGFMT, false, CALL_INFO, "^time=[^ ]+Z level=info open x\n$" },
 	{ LOG_OUT_LOGFMT, false, CALL_DEBUG, "^$" },
 	{ LOG_OUT_LOGFMT, true, CALL_DEBUG, "^time=[^ ]+Z level=debug open x\n$" },
+	{ LOG_OUT_LOGFMT, false, CALL_ERROR_ERRNO, "^time=[^ ]+Z level=error open x "
+	    "error=No such file or directory\n$" },
+	{ LOG_OUT_PREFIX, false, CALL_ERROR_ERRNO, "egress-test: open x: "
+	    "No such file or directory\n" },
 };
 
 static void
@@ -83,6 +88,7 @@ log_call(enum log_call call)
 	case CALL_WARNX_F: log_warnx_f("open %s", "x"); break;
 	case CALL_INFO: log_info("open %s", "x"); break;
 	case CALL_DEBUG: log_debug("open %s", "x"); break;
+	case CALL_ERROR_ERRNO: log_error_errno("open %s", "x"); break;
 	}
 }
 
