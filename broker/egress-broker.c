@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "log.h"
 #include "sock.h"
 #include "egress.h"
 #include "fd4.h"
@@ -49,7 +50,7 @@ static void __attribute__((noreturn))
 usage(const char *why)
 {
 	if (why != NULL)
-		fprintf(stderr, "egress-broker: %s\n", why);
+		log_warnx("%s", why);
 	fprintf(stderr, "usage: egress-broker --channel FD --egress PATH [--expect DEV:INO] "
 	    "[--parent PID]\n");
 	exit(2);
@@ -61,12 +62,10 @@ broker_pin(const char *path, const char *expect)
 	struct stat st;
 
 	if ((pinned_fd = open(path, O_PATH | O_CLOEXEC | O_NOFOLLOW)) == -1) {
-		fprintf(stderr, "egress-broker: %s: %s\n", path, strerror(errno));
-		exit(1);
+		log_fatal(1, "%s", path);
 	}
 	if (fstat(pinned_fd, &st) == -1 || !S_ISSOCK(st.st_mode)) {
-		fprintf(stderr, "egress-broker: %s is not a socket\n", path);
-		exit(1);
+		log_fatalx(1, "%s is not a socket", path);
 	}
 	if (expect != NULL) {
 		unsigned long long dev, ino;
@@ -80,10 +79,9 @@ broker_pin(const char *path, const char *expect)
 		if (*end != '\0' || errno != 0)
 			usage("--expect takes DEV:INO");
 		if ((unsigned long long)st.st_dev != dev || (unsigned long long)st.st_ino != ino) {
-			fprintf(stderr, "egress-broker: %s is %llu:%llu, not the expected %s: refused\n",
-			    path, (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+			log_fatalx(1, "%s is %llu:%llu, not the expected %s: refused", path,
+			    (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
 			    expect);
-			exit(1);
 		}
 	}
 	snprintf(pinned_path, sizeof(pinned_path), "/proc/self/fd/%d", pinned_fd);
@@ -112,8 +110,7 @@ broker_open(const struct fd4_request *req, int *code)
 	if (r == -1) {
 		*code = errno == EAGAIN || errno == ETIMEDOUT || errno == EINPROGRESS ?
 		    EGRESS_ERR_HANDSHAKE_TIMEOUT : EGRESS_ERR_SHUTDOWN;
-		fprintf(stderr, "egress-broker: connect to the principal socket: %s\n",
-		    strerror(errno));
+		log_warn("connect to the principal socket");
 		close(fd);
 		return -1;
 	}
@@ -138,8 +135,7 @@ broker_answer(int reply, uint32_t id, int code, int stream)
 		(void)fcntl(reply, F_SETFL, fl | O_NONBLOCK);
 	if (egress_fdpass_send(reply, out, sizeof(out), code == 0 ? stream : -1,
 	    BROKER_REPLY_WAIT_MS) == -1)
-		fprintf(stderr, "egress-broker: request %u: reply: %s\n", (unsigned)id,
-		    strerror(errno));
+		log_warn("request %u: reply", (unsigned)id);
 }
 
 /*
@@ -161,7 +157,7 @@ broker_serve_one(int chan, bool hup)
 			return 1;
 		if (errno == ECONNREFUSED || errno == ENOTCONN || errno == ECONNRESET)
 			return 0;
-		fprintf(stderr, "egress-broker: recv: %s\n", strerror(errno));
+		log_warn("recv");
 		return 0;
 	}
 	if (reply != -1 && (fstat(reply, &st) == -1 || !S_ISSOCK(st.st_mode))) {
@@ -172,15 +168,14 @@ broker_serve_one(int chan, bool hup)
 		/* nowhere to answer; an empty read after a hang-up is the end of the channel */
 		if (n == 0 && nfds == 0)
 			return hup ? 0 : 1;
-		fprintf(stderr, "egress-broker: request without a reply socket: dropped\n");
+		log_warnx("request without a reply socket: dropped");
 		return 1;
 	}
 	reason = fd4_parse_request(buf, (size_t)n, &req);
 	if (trunc || nfds != 1)
 		reason = EGRESS_MALFORMED_REQUEST;
 	if (reason != 0) {
-		fprintf(stderr, "egress-broker: malformed request (%zd bytes, %d descriptors)\n",
-		    n, nfds);
+		log_warnx("malformed request (%zd bytes, %d descriptors)", n, nfds);
 		broker_answer(reply, req.has_id ? req.id : 0, egress_reason_code(reason), -1);
 		close(reply);
 		return 1;
@@ -220,6 +215,7 @@ main(int argc, char **argv)
 	int ch, type;
 	socklen_t tl = sizeof(type);
 
+	log_init("egress-broker", LOG_OUT_PREFIX, false, false);
 	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
@@ -245,7 +241,7 @@ main(int argc, char **argv)
 	if (optind != argc || chan < 0 || egress == NULL)
 		usage("--channel and --egress are required");
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) == -1 || prctl(PR_SET_DUMPABLE, 0) == -1) {
-		fprintf(stderr, "egress-broker: prctl: %s\n", strerror(errno));
+		log_warn("prctl");
 		return 1;
 	}
 	/*
@@ -265,7 +261,7 @@ main(int argc, char **argv)
 	sigaction(SIGPIPE, &sa, NULL);
 	if (getsockopt((int)chan, SOL_SOCKET, SO_TYPE, &type, &tl) == -1 ||
 	    type != SOCK_SEQPACKET) {
-		fprintf(stderr, "egress-broker: --channel %ld is not a seqpacket socket\n", chan);
+		log_warnx("--channel %ld is not a seqpacket socket", chan);
 		return 2;
 	}
 	(void)fcntl((int)chan, F_SETFD, FD_CLOEXEC);
@@ -276,7 +272,7 @@ main(int argc, char **argv)
 		pfd.events = POLLIN;
 		pfd.revents = 0;
 		if (poll(&pfd, 1, BROKER_PARENT_CHECK_MS) == -1 && errno != EINTR) {
-			fprintf(stderr, "egress-broker: poll: %s\n", strerror(errno));
+			log_warn("poll");
 			return 1;
 		}
 		/*

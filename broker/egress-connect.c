@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "egress.h"
+#include "log.h"
 #include "nativecli.h"
 #include "sock.h"
 
@@ -56,7 +57,7 @@ static void __attribute__((noreturn))
 usage(const char *why)
 {
 	if (why != NULL)
-		fprintf(stderr, "egress-connect: %s\n", why);
+		log_warnx("%s", why);
 	fprintf(stderr, "usage: egress-connect HOST PORT\n"
 	    "  (needs EGRESS_FD naming the fd-4 channel, or EGRESS_RELAY=ADDR:PORT)\n");
 	exit(2);
@@ -139,7 +140,7 @@ connect_relay(const char *host, uint16_t port, int *code)
 		r = connect(fd, sa, salen);
 	while (r == -1 && errno == EINTR);
 	if (r == -1) {
-		fprintf(stderr, "egress-connect: relay %s: %s\n", s, strerror(errno));
+		log_warn("relay %s", s);
 		close(fd);
 		return -1;
 	}
@@ -223,6 +224,7 @@ main(int argc, char **argv)
 	int chan, s, code = 0;
 	struct sigaction sa;
 
+	log_init("egress-connect", LOG_OUT_PREFIX, false, false);
 	if (argc != 3)
 		usage(NULL);
 	host = argv[1];
@@ -247,7 +249,7 @@ main(int argc, char **argv)
 		usage("neither EGRESS_FD (an AF_UNIX seqpacket socket) nor EGRESS_RELAY is set");
 	}
 	if (s < 0) {
-		fprintf(stderr, "egress-connect: %s:%ld: %s\n", host, port, egress_strerror(code));
+		log_warnx("%s:%ld: %s", host, port, egress_strerror(code));
 		return 1;
 	}
 	return connect_copy(s);

@@ -368,7 +368,7 @@ ctl_idle_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (cl->nleased > 0)
 		return;
-	log_warn("event=control-closed socket=lease uid=%d why=idle idle_s=%d", (int)cl->uid,
+	log_warnx("event=control-closed socket=lease uid=%d why=idle idle_s=%d", (int)cl->uid,
 	    EGRESSD_LEASE_IDLE_S);
 	ctl_client_free(cl);
 }
@@ -480,7 +480,7 @@ ctl_listen_onoff(bool on, void *arg)
 	event_del(ctl_ev);
 	if (lease_ev != NULL)
 		event_del(lease_ev);
-	log_warn("event=accept-paused listener=control detail=\"out of descriptors, accepting "
+	log_warnx("event=accept-paused listener=control detail=\"out of descriptors, accepting "
 	    "again in %ds\"", EGRESS_ACCEPT_PAUSE_MS / 1000);
 }
 
@@ -498,8 +498,7 @@ ctl_accept_cb(evutil_socket_t lfd, short what, void *arg)
 	if ((fd = egress_accept(lfd, &ctl_pause)) == -1) {
 		if (errno != EMFILE && errno != ENFILE && errno != EAGAIN &&
 		    errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
-			log_warn("event=accept-error socket=%s error=%s", lease_only ? "lease" :
-			    "control", strerror(errno));
+			log_warn("event=accept-error socket=%s", lease_only ? "lease" : "control");
 		return;         /* nothing queued, or paused (egress_accept) */
 	}
 	memset(&cred, 0, sizeof(cred));
@@ -508,7 +507,7 @@ ctl_accept_cb(evutil_socket_t lfd, short what, void *arg)
 	else
 		why = ctl_refusal(lease_only, &cred);
 	if (why != NULL) {
-		log_warn("event=control-refused socket=%s uid=%d why=%s open=%zu max=%d",
+		log_warnx("event=control-refused socket=%s uid=%d why=%s open=%zu max=%d",
 		    lease_only ? "lease" : "control", (int)cred.uid, why,
 		    lease_only ? ctl_nlease : ctl_nctl, !lease_only ? EGRESSD_CTL_CLIENTS :
 		    cred.uid == 0 ? EGRESSD_LEASE_CLIENTS :
@@ -529,7 +528,7 @@ ctl_accept_cb(evutil_socket_t lfd, short what, void *arg)
 		ctl_nlease++;
 		/* No timer, no deadline: such a connection is not served at all. */
 		if ((cl->idle = evtimer_new(egressd_base, ctl_idle_cb, cl)) == NULL) {
-			log_warn("event=control-refused socket=lease uid=%d why=no-memory",
+			log_warnx("event=control-refused socket=lease uid=%d why=no-memory",
 			    (int)cred.uid);
 			ctl_client_free(cl);
 			return;

@@ -281,9 +281,9 @@ hup_cb(evutil_socket_t sig, short what, void *arg)
 			if (np != NULL) {
 				policy_digest(np, d);
 				if (strcmp(d, p->digest) != 0 || strcmp(cp->policy, p->policy_file))
-					log_warn("event=reload principal=%s detail=\"policy changed; "
-					    "the sealed policy in force stays until the principal is "
-					    "removed and added again\"", p->name);
+					log_warnx("event=reload principal=%s detail=\"policy "
+					    "changed; the sealed policy in force stays until the principal "
+					    "is removed and added again\"", p->name);
 				policy_free(np);
 			}
 			continue;
@@ -364,6 +364,8 @@ main(int argc, char **argv)
 	char err[512];
 	int ch;
 
+	/* logfmt on stderr until the configuration names the log's place and level. */
+	log_init("egressd", LOG_OUT_LOGFMT, false, false);
 	/*
 	 * Until the handlers exist, SIGTERM, SIGINT, SIGHUP and SIGUSR1 wait (blocked) instead
 	 * of killing egressd halfway through start-up with its sockets created; they are
@@ -422,7 +424,7 @@ main(int argc, char **argv)
 		return 0;
 	}
 	/* -d adds debug lines wherever the log goes (log stderr|syslog). */
-	log_init(conf_current->log_syslog, debug);
+	log_init("egressd", LOG_OUT_LOGFMT, conf_current->log_syslog, debug);
 	signal(SIGPIPE, SIG_IGN);
 	egressd_started = time(NULL);
 	{

@@ -16,6 +16,7 @@
 #include <event2/bufferevent.h>
 
 #include "common.h"
+#include "log.h"
 #include "sock.h"
 #include "policy.h"
 #include "receipt.h"
@@ -52,19 +53,6 @@
 #define EGRESSD_DENY_SLOTS 256       /* distinct collapsed denials kept per second */
 #define EGRESSD_TALLY_MAX 256        /* destinations in a lease's summary */
 #define EGRESSD_SYNTH_RETIRED 8      /* earlier synthetic-ranges kept bad-host after SIGHUP */
-
-/* --- log.c ------------------------------------------------------------------------ */
-
-enum log_level { LOG_LVL_DEBUG, LOG_LVL_INFO, LOG_LVL_WARN, LOG_LVL_ERROR };
-void log_init(bool use_syslog, bool debug);
-/* logfmt: "time=… level=… " then the caller's key=value pairs. */
-void log_emit(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-#define log_info(...) log_emit(LOG_LVL_INFO, __VA_ARGS__)
-#define log_warn(...) log_emit(LOG_LVL_WARN, __VA_ARGS__)
-#define log_error(...) log_emit(LOG_LVL_ERROR, __VA_ARGS__)
-#define log_debug(...) log_emit(LOG_LVL_DEBUG, __VA_ARGS__)
-/* Quotes a logfmt value when it needs it; returns buf. */
-const char *log_value(const char *s, char *buf, size_t len);
 
 /* --- conf.c ----------------------------------------------------------------------- */
 

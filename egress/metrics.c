@@ -297,7 +297,7 @@ metrics_listen_onoff(bool on, void *arg)
 		return;
 	}
 	evconnlistener_disable(metrics_lev);
-	log_warn("event=accept-paused listener=metrics detail=\"out of descriptors, accepting "
+	log_warnx("event=accept-paused listener=metrics detail=\"out of descriptors, accepting "
 	    "again in %ds\"", EGRESS_ACCEPT_PAUSE_MS / 1000);
 }
 
@@ -316,7 +316,7 @@ metrics_accept_error_cb(struct evconnlistener *lev, void *arg)
 	if (e == EMFILE || e == ENFILE)
 		egress_accept_pause(&metrics_pause);
 	else
-		log_warn("event=accept-error listener=metrics error=%s", strerror(e));
+		log_warnx("event=accept-error listener=metrics error=%s", strerror(e));
 }
 
 int

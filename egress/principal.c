@@ -59,7 +59,7 @@ principal_listen(bool on, void *arg)
 			event_del(p->ev_accept);
 	}
 	if (!on)
-		log_warn("event=accept-paused listener=principals detail=\"out of descriptors, "
+		log_warnx("event=accept-paused listener=principals detail=\"out of descriptors, "
 		    "accepting again in %ds\"", EGRESS_ACCEPT_PAUSE_MS / 1000);
 }
 
@@ -77,8 +77,7 @@ principal_accept_cb(evutil_socket_t lfd, short what, void *arg)
 				;       /* paused (egress_accept) */
 			else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
 			    errno != ECONNABORTED)
-				log_warn("event=accept-error principal=%s error=%s", p->name,
-				    strerror(errno));
+				log_warn("event=accept-error principal=%s", p->name);
 			return;
 		}
 		conn_accept(p, fd);

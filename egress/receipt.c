@@ -59,7 +59,7 @@ receipt_reopen(void)
 	if (receipt_path == NULL)
 		return -1;
 	if ((fd = priv_receipts_open(receipt_path)) == -1) {
-		log_error("event=receipts-reopen path=%s error=%s", receipt_path, strerror(errno));
+		log_error_errno("event=receipts-reopen path=%s", receipt_path);
 		return -1;
 	}
 	receipt_flush();
@@ -82,7 +82,7 @@ receipt_rotate_if_due(void)
 	receipt_flush();
 	if (fdatasync(receipt_fd) == -1 ||
 	    (fd = priv_receipts_rotate(receipt_path, old, sizeof(old))) == -1) {
-		log_error("event=receipts-rotate path=%s error=%s", receipt_path, strerror(errno));
+		log_error_errno("event=receipts-rotate path=%s", receipt_path);
 		return;
 	}
 	close(receipt_fd);
@@ -136,7 +136,7 @@ receipt_flush(void)
 {
 	if (receipt_fd != -1 && receipt_dirty) {
 		if (fdatasync(receipt_fd) == -1)
-			log_error("event=receipt-sync error=%s", strerror(errno));
+			log_error_errno("event=receipt-sync");
 		receipt_dirty = false;
 	}
 }
@@ -152,8 +152,7 @@ receipt_append(const char *line, size_t len, bool arm_checkpoint)
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1) {
-			log_error("event=receipt-write path=%s error=%s", receipt_path,
-			    strerror(errno));
+			log_error_errno("event=receipt-write path=%s", receipt_path);
 			return -1;
 		}
 		off += (size_t)n;
@@ -297,7 +296,7 @@ receipt_recover(FILE *fp, json_t *opens, bool *torn, size_t *torn_len)
 		line[--n] = '\0';
 		rcpt_chain_hash(line, (size_t)n, receipt_prev);
 		if ((o = json_loadb(line, (size_t)n, 0, &jerr)) == NULL) {
-			log_warn("event=receipt-recover problem=unparseable-line");
+			log_warnx("event=receipt-recover problem=unparseable-line");
 			receipt_next_seq++;
 			continue;
 		}
@@ -369,7 +368,7 @@ receipt_open(const char *path, const char *keyfile, struct event_base *base)
 		r.detail = detail;
 		if (receipt_write(&r) == -1)
 			return -1;
-		log_warn("event=receipt-repair detail=\"torn last line of %zu bytes\"", torn_len);
+		log_warnx("event=receipt-repair detail=\"torn last line of %zu bytes\"", torn_len);
 	}
 	json_object_foreach(opens, id, o) {
 		struct receipt r;
@@ -394,7 +393,7 @@ receipt_open(const char *path, const char *keyfile, struct event_base *base)
 	}
 	json_decref(opens);
 	if (closed)
-		log_warn("event=receipt-recover closed=%u detail=\"opens left by the previous "
+		log_warnx("event=receipt-recover closed=%u detail=\"opens left by the previous "
 		    "run closed with daemon-restart\"", closed);
 	receipt_flush();
 	if (base != NULL && receipt_sync_ev == NULL)

@@ -27,6 +27,7 @@
 #include "control.h"
 #include "ctlclient.h"
 #include "egressctl.h"
+#include "log.h"
 
 #define CTL_DEFAULT_SOCK "/run/egress/control.sock"
 
@@ -81,7 +82,7 @@ ctl_usage(const char *msg)
 	size_t i;
 
 	if (msg)
-		fprintf(stderr, "%s: %s\n", CTL_PROG, msg);
+		log_warnx("%s", msg);
 	for (i = 0; i < CTL_NCMDS; i++)
 		fprintf(stderr, "%s %s\n", i == 0 ? "usage: egressctl" : "       egressctl",
 		    ctl_cmds[i].usage);
@@ -129,9 +130,7 @@ ctl_connect(const char *path)
 	if (fd == -1 && errno == ENAMETOOLONG)
 		ctl_usage("socket path too long");
 	if (fd == -1) {
-		fprintf(stderr, "%s: %s: %s (is egressd running?)\n", CTL_PROG, path,
-		    strerror(errno));
-		exit(1);
+		log_fatalx(1, "%s: %s (is egressd running?)", path, strerror(errno));
 	}
 	return fd;
 }
@@ -147,26 +146,22 @@ ctl_call(int fd, json_t *req)
 	json_t *o;
 
 	if (line == NULL || ctlclient_send(fd, line, len) == -1) {
-		fprintf(stderr, "%s: sending: %s\n", CTL_PROG, strerror(errno));
-		exit(1);
+		log_fatal(1, "sending");
 	}
 	free(line);
 	if ((n = ctlclient_recv(fd, &reply, CTLPROTO_REPLY_MAX, -1)) == -1) {
 		if (errno == EMSGSIZE)
-			fprintf(stderr, "%s: reply too long\n", CTL_PROG);
+			log_warnx("reply too long");
 		else
-			fprintf(stderr, "%s: egressd closed the connection\n", CTL_PROG);
-		exit(1);
+			log_fatalx(1, "egressd closed the connection");
 	}
 	o = ctlproto_decode_reply(reply, (size_t)n, err, sizeof(err));
 	free(reply);
 	if (o == NULL) {
-		fprintf(stderr, "%s: unreadable reply: %s\n", CTL_PROG, err);
-		exit(1);
+		log_fatalx(1, "unreadable reply: %s", err);
 	}
 	if (!ctlproto_reply_ok(o, &refusal)) {
-		fprintf(stderr, "%s: egressd: %s\n", CTL_PROG, refusal ? refusal : "refused");
-		exit(1);
+		log_fatalx(1, "egressd: %s", refusal ? refusal : "refused");
 	}
 	return o;
 }
@@ -225,7 +220,7 @@ ctl_metrics(int fd, int argc, char **argv)
 	(void)argv;
 
 	if (text == NULL) {
-		fprintf(stderr, "%s: egressd sent no metrics\n", CTL_PROG);
+		log_warnx("egressd sent no metrics");
 		json_decref(o);
 		return 1;
 	}
@@ -319,7 +314,7 @@ ctl_principal_add(int fd, int argc, char **argv)
 		ctl_usage("principal add takes NAME --policy FILE");
 	/* egressd opens the file itself: hand it an absolute path. */
 	if ((abs = realpath(policy, NULL)) == NULL) {
-		fprintf(stderr, "%s: %s: %s\n", CTL_PROG, policy, strerror(errno));
+		log_warn("%s", policy);
 		return 1;
 	}
 	req = ctlproto_request(CTLPROTO_PRINCIPAL_ADD);
@@ -348,6 +343,7 @@ main(int argc, char **argv)
 	const struct ctl_cmd *cmd;
 	int ch, fd = -1, words;
 
+	log_init(CTL_PROG, LOG_OUT_PREFIX, false, false);
 	while ((ch = getopt(argc, argv, "+s:h")) != -1) {
 		switch (ch) {
 		case 's':

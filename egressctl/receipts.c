@@ -26,6 +26,7 @@
 
 #include "common.h"
 #include "egressctl.h"
+#include "log.h"
 #include "receipt.h"
 
 #define CTL_RECEIPTS_FILE "/var/lib/egress/receipts.jsonl"
@@ -40,7 +41,7 @@ ctl_verify_file(struct rcpt_verify *v, const char *file)
 	ssize_t n;
 
 	if (fp == NULL) {
-		fprintf(stderr, "%s: %s: %s\n", CTL_PROG, file, strerror(errno));
+		log_warn("%s", file);
 		return -1;
 	}
 	while (!v->broken && (n = getline(&line, &cap, fp)) > 0) {
@@ -53,7 +54,7 @@ ctl_verify_file(struct rcpt_verify *v, const char *file)
 	}
 	free(line);
 	if (ferror(fp)) {
-		fprintf(stderr, "%s: %s: read error\n", CTL_PROG, file);
+		log_warnx("%s: read error", file);
 		if (fp != stdin)
 			fclose(fp);
 		return -1;
@@ -107,13 +108,13 @@ ctl_receipts_verify(int fd, int argc, char **argv)
 	if (keyfile != NULL) {
 		/* A key that cannot be read is a runtime failure (1), not a usage error. */
 		if (egress_key_load(keyfile, &key, err, sizeof(err)) == -1) {
-			fprintf(stderr, "%s: --key %s\n", CTL_PROG, err);
+			log_warnx("--key %s", err);
 			return 1;
 		}
 	}
 	if (pubfile != NULL &&
 	    (pubkey = egress_ed25519_load(pubfile, false, err, sizeof(err))) == NULL) {
-		fprintf(stderr, "%s: --pubkey %s\n", CTL_PROG, err);
+		log_warnx("--pubkey %s", err);
 		if (keyfile != NULL)
 			egress_key_clear(&key);
 		return 1;
@@ -413,8 +414,9 @@ ctl_query_line(struct ctl_query *q, const char *file, size_t lineno, char *line,
 	    (o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr)) == NULL ||
 	    !json_is_object(o)) {
 		if (q->skipped++ == 0)
-			fprintf(stderr, "%s: %s:%zu: unparseable line skipped "
-			    "(egressctl receipts verify says more)\n", CTL_PROG, file, lineno);
+			log_warnx("%s:%zu: unparseable line skipped "
+			    "(egressctl receipts verify says more)",
+			    file, lineno);
 		json_decref(o);
 		return;
 	}
@@ -439,7 +441,7 @@ ctl_query_file(struct ctl_query *q, const char *file)
 	int rc = 0;
 
 	if (fp == NULL) {
-		fprintf(stderr, "%s: %s: %s\n", CTL_PROG, file, strerror(errno));
+		log_warn("%s", file);
 		return -1;
 	}
 	while ((n = getline(&line, &cap, fp)) > 0) {
@@ -452,7 +454,7 @@ ctl_query_file(struct ctl_query *q, const char *file)
 	}
 	free(line);
 	if (ferror(fp)) {
-		fprintf(stderr, "%s: %s: read error\n", CTL_PROG, file);
+		log_warnx("%s: read error", file);
 		rc = -1;
 	}
 	if (fp != stdin)
@@ -530,7 +532,7 @@ ctl_follow_drain(struct ctl_query *q, struct ctl_follow *f)
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1) {
-			fprintf(stderr, "%s: %s: %s\n", CTL_PROG, f->path, strerror(errno));
+			log_warn("%s", f->path);
 			return -1;
 		}
 		if (n == 0)
@@ -555,9 +557,9 @@ ctl_follow_drain(struct ctl_query *q, struct ctl_follow *f)
 		if (f->len > RCPT_INPUT_MAX) {
 			/* Too long to be egressd's: say so once, and drop it up to its newline. */
 			if (!f->discarding && q->skipped++ == 0)
-				fprintf(stderr, "%s: %s:%zu: unparseable line skipped "
-				    "(egressctl receipts verify says more)\n", CTL_PROG, f->path,
-				    f->lineno + 1);
+				log_warnx("%s:%zu: unparseable line skipped "
+				    "(egressctl receipts verify says more)",
+				    f->path, f->lineno + 1);
 			f->discarding = true;
 			f->len = 0;
 		}
@@ -569,8 +571,9 @@ static void
 ctl_follow_close(struct ctl_query *q, struct ctl_follow *f)
 {
 	if (f->len > 0 && !f->discarding && q->skipped++ == 0)
-		fprintf(stderr, "%s: %s:%zu: unparseable line skipped "
-		    "(egressctl receipts verify says more)\n", CTL_PROG, f->path, f->lineno + 1);
+		log_warnx("%s:%zu: unparseable line skipped "
+		    "(egressctl receipts verify says more)",
+		    f->path, f->lineno + 1);
 	close(f->fd);
 	f->fd = -1;
 }
@@ -592,7 +595,7 @@ ctl_follow(struct ctl_query *q, const char *path)
 	memset(&f, 0, sizeof(f));
 	f.path = path;
 	if (ctl_follow_open(&f) == -1) {
-		fprintf(stderr, "%s: %s: %s\n", CTL_PROG, path, strerror(errno));
+		log_warn("%s", path);
 		return -1;
 	}
 	f.buf = xmalloc(RCPT_INPUT_MAX + 2);
@@ -624,7 +627,7 @@ ctl_follow(struct ctl_query *q, const char *path)
 			/* Gone again before we got there: wait for the next one. */
 			while (!ctl_follow_stop && ctl_follow_open(&f) == -1) {
 				if (errno != ENOENT) {
-					fprintf(stderr, "%s: %s: %s\n", CTL_PROG, path, strerror(errno));
+					log_warn("%s", path);
 					rc = -1;
 					break;
 				}
@@ -634,7 +637,7 @@ ctl_follow(struct ctl_query *q, const char *path)
 				break;
 		} else if (shrunk) {
 			if (lseek(f.fd, 0, SEEK_SET) == -1) {
-				fprintf(stderr, "%s: %s: %s\n", CTL_PROG, path, strerror(errno));
+				log_warn("%s", path);
 				rc = -1;
 				break;
 			}
@@ -730,7 +733,7 @@ ctl_receipts(int fd, int argc, char **argv)
 	if (follow && rc == 0 && ctl_follow(&q, files[nfiles - 1]) == -1)
 		rc = 1;
 	if (fflush(stdout) == EOF && errno != EPIPE) {
-		fprintf(stderr, "%s: stdout: %s\n", CTL_PROG, strerror(errno));
+		log_warn("stdout");
 		rc = 1;
 	}
 	return rc;

@@ -37,6 +37,7 @@
 #include "common.h"
 #include "dnsstub.h"
 #include "dnswire.h"
+#include "log.h"
 #include "native.h"
 #include "sandbox.h"
 
@@ -373,7 +374,7 @@ dnsstub_serve(void)
 {
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1 || sandbox_drop_caps() == -1 ||
 	    sandbox_no_new_privs() == -1) {
-		fprintf(stderr, "egress-launch: dns stub: cannot confine itself\n");
+		log_warnx("dns stub: cannot confine itself");
 		_exit(1);
 	}
 	if ((base = event_base_new()) == NULL)
@@ -393,7 +394,7 @@ dnsstub_serve(void)
 	if (ev_udp == NULL || ev_tcp == NULL || egress_accept_pause_init(&accept_pause) == -1)
 		_exit(1);
 	if (sandbox_relay_filter() == -1) {
-		fprintf(stderr, "egress-launch: dns stub: cannot install its filter\n");
+		log_warnx("dns stub: cannot install its filter");
 		_exit(1);
 	}
 	event_add(ev_udp, NULL);

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "log.h"
 #include "sock.h"
 #include "dnsstub.h"
 #include "sandbox.h"
@@ -54,7 +55,7 @@ static void __attribute__((noreturn))
 usage(const char *msg)
 {
 	if (msg)
-		fprintf(stderr, "egress-launch: %s\n", msg);
+		log_warnx("%s", msg);
 	fprintf(stderr, "usage: egress-launch --egress PATH [--listen ADDR:PORT] [--expect DEV:INO]\n"
 	    "                     [--transparent ADDR:PORT] [--seccomp-log] [--status-fd FD]\n"
 	    "                     [--env-fd FD] [--no-dns]\n"
@@ -65,8 +66,7 @@ usage(const char *msg)
 static void __attribute__((noreturn))
 fail(const char *what)
 {
-	fprintf(stderr, "egress-launch: %s\n", what);
-	exit(LAUNCH_EXIT_SETUP);
+	log_fatalx(LAUNCH_EXIT_SETUP, "%s", what);
 }
 
 /* egress-relay lives next to egress-launch, else in PATH. */
@@ -144,7 +144,7 @@ launch_relay(const char *egress, const char *listen_spec, const char *transparen
 			execv(relay, (char *const *)argv);
 		else
 			execvp(relay, (char *const *)argv);
-		fprintf(stderr, "egress-launch: cannot run %s: %s\n", relay, strerror(errno));
+		log_warn("cannot run %s", relay);
 		_exit(LAUNCH_EXIT_SETUP);
 	}
 	close(p[1]);
@@ -306,6 +306,7 @@ main(int argc, char **argv)
 	int ch, status_fd = -1, env_fd = -1;
 	char *end;
 
+	log_init("egress-launch", LOG_OUT_PREFIX, false, false);
 	while ((ch = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'e': egress = optarg; break;
@@ -367,6 +368,6 @@ main(int argc, char **argv)
 	if (status_fd != -1 && write(status_fd, "ok\n", 3) != 3)
 		fail("could not report on --status-fd");
 	execvp(argv[optind], argv + optind);
-	fprintf(stderr, "egress-launch: %s: %s\n", argv[optind], strerror(errno));
+	log_warn("%s", argv[optind]);
 	return errno == ENOENT ? 127 : 126;
 }

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "policy.h"
 
 #define EXIT_INVALID 1
@@ -27,7 +28,7 @@ static void __attribute__((noreturn))
 usage(const char *msg)
 {
 	if (msg != NULL)
-		fprintf(stderr, "%s: %s\n", progname, msg);
+		log_warnx("%s", msg);
 	fprintf(stderr,
 	    "usage: %s keygen FILE\n"
 	    "       %s check [--key FILE] FILE\n"
@@ -49,7 +50,7 @@ read_file(const char *path, size_t *len)
 	if (strcmp(path, "-") == 0)
 		fd = STDIN_FILENO;
 	else if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) == -1) {
-		fprintf(stderr, "%s: %s: %s\n", progname, path, strerror(errno));
+		log_warn("%s", path);
 		return NULL;
 	}
 	buf = xmalloc(cap);
@@ -58,7 +59,7 @@ read_file(const char *path, size_t *len)
 
 		if (n == cap) {
 			if (cap > EGRESS_POLICY_MAX_BYTES) {
-				fprintf(stderr, "%s: %s: larger than %u bytes\n", progname, path,
+				log_warnx("%s: larger than %u bytes", path,
 				    EGRESS_POLICY_MAX_BYTES);
 				goto fail;
 			}
@@ -69,7 +70,7 @@ read_file(const char *path, size_t *len)
 		if (r == -1 && errno == EINTR)
 			continue;
 		if (r == -1) {
-			fprintf(stderr, "%s: %s: %s\n", progname, path, strerror(errno));
+			log_warn("%s", path);
 			goto fail;
 		}
 		if (r == 0)
@@ -93,7 +94,7 @@ load_key(const char *path, struct egress_key *key)
 	char err[512];
 
 	if (egress_key_load(path, key, err, sizeof(err)) == -1) {
-		fprintf(stderr, "%s: %s\n", progname, err);
+		log_warnx("%s", err);
 		return -1;
 	}
 	return 0;
@@ -156,10 +157,10 @@ cmd_keygen(int argc, char **argv)
 	if (argc != 2)
 		usage("keygen takes one FILE");
 	if (egress_key_generate(argv[1], err, sizeof(err)) == -1) {
-		fprintf(stderr, "%s: %s\n", progname, err);
+		log_warnx("%s", err);
 		return EXIT_INVALID;
 	}
-	fprintf(stderr, "%s: wrote a 32-byte key to %s (mode 0600)\n", progname, argv[1]);
+	log_info("wrote a 32-byte key to %s (mode 0600)", argv[1]);
 	return 0;
 }
 
@@ -181,7 +182,7 @@ cmd_check(int argc, char **argv)
 	if (keyfile != NULL)
 		egress_key_clear(&key);
 	if (p == NULL) {
-		fprintf(stderr, "%s: %s: invalid\n", progname, argv[i]);
+		log_warnx("%s: invalid", argv[i]);
 		return EXIT_INVALID;
 	}
 	policy_digest(p, digest);
@@ -238,7 +239,7 @@ cmd_seal(int argc, char **argv)
 		egress_key_clear(&key);
 	policy_free(p);
 	if (fwrite(out, 1, len, stdout) != len || fflush(stdout) != 0) {
-		fprintf(stderr, "%s: writing the sealed policy: %s\n", progname, strerror(errno));
+		log_warn("writing the sealed policy");
 		free(out);
 		return EXIT_INVALID;
 	}
@@ -309,6 +310,7 @@ main(int argc, char **argv)
 		{ "test", cmd_test },
 	};
 
+	log_init("egress-policy", LOG_OUT_PREFIX, false, false);
 	if (argc < 2)
 		usage(NULL);
 	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)
@@ -320,6 +322,6 @@ main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (strcmp(argv[1], cmds[i].name) == 0)
 			return cmds[i].fn(argc - 1, argv + 1);
-	fprintf(stderr, "%s: unknown verb '%s'\n", progname, argv[1]);
+	log_warnx("unknown verb '%s'", argv[1]);
 	usage(NULL);
 }

@@ -44,6 +44,7 @@
 #include <event2/event.h>
 
 #include "common.h"
+#include "log.h"
 #include "native.h"
 #include "sock.h"
 #include "sandbox.h"
@@ -79,7 +80,7 @@ static void __attribute__((noreturn))
 usage(const char *msg)
 {
 	if (msg)
-		fprintf(stderr, "egress-relay: %s\n", msg);
+		log_warnx("%s", msg);
 	fprintf(stderr, "usage: egress-relay --listen ADDR:PORT --egress PATH [--expect DEV:INO]\n"
 	    "                    [--transparent ADDR:PORT] [--max-conns N] [--buffer BYTES]\n"
 	    "                    [--ready-fd FD]\n");
@@ -170,8 +171,8 @@ relay_read(evutil_socket_t fd, short what, void *arg)
 			/* Refused: reset by relay_free (reply_need stays above 0 or it is set
 			 * again below). */
 			if (verbose && n > 0)
-				fprintf(stderr, "egress-relay: transparent connect refused (%d)\n",
-				    (int)code);      /* 0: the reply was not EGR1 */
+				/* 0: the reply was not EGR1 */
+				log_warnx("transparent connect refused (%d)", (int)code);
 			rc->reply_need = sizeof(rc->reply);
 			relay_free(rc);
 		}
@@ -255,8 +256,7 @@ relay_listen_onoff(bool on, void *arg)
 	event_del(ev_accept);
 	if (ev_taccept)
 		event_del(ev_taccept);
-	fprintf(stderr, "egress-relay: out of descriptors, accepting again in %d ms\n",
-	    EGRESS_ACCEPT_PAUSE_MS);
+	log_warnx("out of descriptors, accepting again in %d ms", EGRESS_ACCEPT_PAUSE_MS);
 }
 
 /*
@@ -299,15 +299,13 @@ relay_accept_cb(evutil_socket_t lfd, short what, void *arg)
 		if (nconns >= max_conns) {
 			/* Over the slot limit: refused at once, never queued. */
 			if (verbose)
-				fprintf(stderr, "egress-relay: all %zu slots busy, refused\n",
-				    max_conns);
+				log_warnx("all %zu slots busy, refused", max_conns);
 			close(fd);
 			continue;
 		}
 		if (transparent && relay_transparent_request(fd, req, &reqlen) == -1) {
 			if (verbose)
-				fprintf(stderr, "egress-relay: transparent: no original "
-				    "destination, refused\n");
+				log_warnx("transparent: no original destination, refused");
 			close(fd);
 			continue;
 		}
@@ -320,7 +318,7 @@ relay_accept_cb(evutil_socket_t lfd, short what, void *arg)
 				egress_accept_pause(&accept_pause);
 				return;
 			}
-			fprintf(stderr, "egress-relay: egress socket: %s\n", strerror(e));
+			log_warnx("egress socket: %s", strerror(e));
 			continue;
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -407,8 +405,7 @@ relay_listen(const char *spec)
 	if ((fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1 ||
 	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == -1 ||
 	    bind(fd, (struct sockaddr *)&ss, sslen) == -1 || listen(fd, 128) == -1) {
-		fprintf(stderr, "egress-relay: listen %s: %s\n", spec, strerror(errno));
-		exit(1);
+		log_fatal(1, "listen %s", spec);
 	}
 	return fd;
 }
@@ -423,8 +420,7 @@ relay_pin(const char *path, const char *expect)
 	if (r == -2)
 		usage(err);
 	if (r == -1) {
-		fprintf(stderr, "egress-relay: %s\n", err);
-		exit(1);
+		log_fatalx(1, "%s", err);
 	}
 }
 
@@ -456,6 +452,7 @@ main(int argc, char **argv)
 	int ch, lfd, tfd = -1, ready_fd = -1;
 	char *end;
 
+	log_init("egress-relay", LOG_OUT_PREFIX, false, false);
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'l': listen_spec = optarg; break;
@@ -486,7 +483,7 @@ main(int argc, char **argv)
 		usage(NULL);
 	/* Nobody may read this process's memory or attach to it. */
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1) {
-		fprintf(stderr, "egress-relay: PR_SET_DUMPABLE: %s\n", strerror(errno));
+		log_warn("PR_SET_DUMPABLE");
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);
@@ -496,12 +493,12 @@ main(int argc, char **argv)
 	if (tspec != NULL)
 		tfd = relay_listen(tspec);
 	if ((base = event_base_new()) == NULL) {
-		fprintf(stderr, "egress-relay: libevent: no event base\n");
+		log_warnx("libevent: no event base");
 		return 1;
 	}
 	accept_pause.base = base;
 	if (egress_accept_pause_init(&accept_pause) == -1) {
-		fprintf(stderr, "egress-relay: libevent: no timer\n");
+		log_warnx("libevent: no timer");
 		return 1;
 	}
 	ev_accept = event_new(base, lfd, EV_READ | EV_PERSIST, relay_accept_cb, NULL);
@@ -521,7 +518,7 @@ main(int argc, char **argv)
 	/* Listening now: tell whoever waits (egress-launch), then serve. */
 	if (ready_fd >= 0) {
 		if (write(ready_fd, "ready\n", 6) != 6) {
-			fprintf(stderr, "egress-relay: ready-fd: %s\n", strerror(errno));
+			log_warn("ready-fd");
 			return 1;
 		}
 		close(ready_fd);

@@ -242,7 +242,7 @@ main(void)
 		puts("SKIP: the privileged helper needs root");
 		return 77;
 	}
-	log_init(false, false);
+	log_init("egressd", LOG_OUT_LOGFMT, false, false);
 	signal(SIGPIPE, SIG_IGN);       /* a write to a pipe the helper closed: EPIPE */
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_loop_test(tc, test_bad_names, 0, (int)NELEM(bad_names));

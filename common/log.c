@@ -1,0 +1,138 @@
+/*
+ * log.c: one log API for every program (see log.h): "prog: message" lines for the
+ * command-line programs, logfmt lines (stderr or syslog) for egressd. Trusts the format
+ * strings of its callers; messages are cut at 2 KiB.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+
+#include "log.h"
+
+static const char *log_progname = "egress";
+static enum log_output log_out = LOG_OUT_PREFIX;
+static bool log_syslog;
+static bool log_debug_on;
+
+void
+log_init(const char *prog, enum log_output out, bool use_syslog, bool debug)
+{
+	log_progname = prog;
+	log_out = out;
+	log_syslog = out == LOG_OUT_LOGFMT && use_syslog;
+	log_debug_on = debug;
+	if (log_syslog)
+		openlog(prog, LOG_PID | LOG_NDELAY, LOG_DAEMON);
+}
+
+const char *
+log_prog(void)
+{
+	return log_progname;
+}
+
+const char *
+log_value(const char *s, char *buf, size_t len)
+{
+	size_t o = 0;
+	bool quote = s[0] == '\0';
+
+	for (const char *p = s; *p != '\0' && !quote; p++)
+		if (*p == ' ' || *p == '"' || *p == '=' || (unsigned char)*p < 0x21 ||
+		    (unsigned char)*p >= 0x7f)
+			quote = true;
+	if (!quote)
+		return s;
+	if (len < 3)
+		return "\"\"";
+	buf[o++] = '"';
+	for (const char *p = s; *p != '\0' && o + 5 < len; p++) {
+		unsigned char c = (unsigned char)*p;
+
+		if (c == '"' || c == '\\') {
+			buf[o++] = '\\';
+			buf[o++] = (char)c;
+		} else if (c < 0x20 || c >= 0x7f)
+			o += (size_t)snprintf(buf + o, len - o, "\\x%02x", c);
+		else
+			buf[o++] = (char)c;
+	}
+	buf[o++] = '"';
+	buf[o] = '\0';
+	return buf;
+}
+
+void
+log_emitv(enum log_level lvl, int flags, const char *func, const char *fmt, va_list ap)
+{
+	static const char *const names[] = { "debug", "info", "warn", "error" };
+	static const int prio[] = { LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERR };
+	/* strerror first: formatting the message may change errno. */
+	const char *why = (flags & LOG_EMIT_ERRNO) != 0 ? strerror(errno) : NULL;
+	char msg[2048], stamp[40];
+	struct timespec ts;
+	struct tm tm;
+	size_t o = 0;
+
+	if (lvl == LOG_LVL_DEBUG && !log_debug_on)
+		return;
+	if (func != NULL)
+		o = (size_t)snprintf(msg, sizeof(msg), log_out == LOG_OUT_LOGFMT ? "func=%s " :
+		    "%s: ", func);
+	if (o < sizeof(msg))
+		vsnprintf(msg + o, sizeof(msg) - o, fmt, ap);
+	if (log_out == LOG_OUT_PREFIX) {
+		if (why != NULL)
+			fprintf(stderr, "%s: %s: %s\n", log_progname, msg, why);
+		else
+			fprintf(stderr, "%s: %s\n", log_progname, msg);
+		return;
+	}
+	if (log_syslog) {
+		syslog(prio[lvl], "level=%s %s%s%s", names[lvl], msg, why != NULL ? " error=" : "",
+		    why != NULL ? why : "");
+		return;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+	fprintf(stderr, "time=%s.%03ldZ level=%s %s%s%s\n", stamp, ts.tv_nsec / 1000000,
+	    names[lvl], msg, why != NULL ? " error=" : "", why != NULL ? why : "");
+}
+
+void
+log_emit(enum log_level lvl, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_emitv(lvl, 0, NULL, fmt, ap);
+	va_end(ap);
+}
+
+void
+log_emit_f(enum log_level lvl, int flags, const char *func, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_emitv(lvl, flags, func, fmt, ap);
+	va_end(ap);
+}
+
+void
+log_fatal_at(int status, int flags, const char *func, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_emitv(LOG_LVL_ERROR, flags, func, fmt, ap);
+	va_end(ap);
+	exit(status);
+}

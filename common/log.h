@@ -1,0 +1,55 @@
+/*
+ * log.h: the one log API of every egress program, in the manner of OpenSSH's log.c.
+ *
+ * Two outputs, chosen once at start by log_init():
+ *   LOG_OUT_PREFIX  "prog: message[: strerror(errno)]" on stderr, the command-line
+ *                   programs' form (and egressd's until its log is configured);
+ *   LOG_OUT_LOGFMT  egressd's log: "time=... level=... message[ error=strerror(errno)]" on
+ *                   stderr, or "level=... message..." to syslog(3).
+ * log_warn, log_error_errno and log_fatal append strerror(errno); the x forms (and
+ * log_error, log_info, log_debug) do not. log_fatal* log at
+ * level error and exit with the status given. The _f forms put the calling function's
+ * name first. Trusts its callers' format strings; values from outside that may hold spaces
+ * or quotes go through log_value() in logfmt.
+ */
+#ifndef EGRESS_LOG_H
+#define EGRESS_LOG_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+enum log_level { LOG_LVL_DEBUG, LOG_LVL_INFO, LOG_LVL_WARN, LOG_LVL_ERROR };
+enum log_output { LOG_OUT_PREFIX, LOG_OUT_LOGFMT };
+
+/* LOG_EMIT_ERRNO appends strerror(errno) (as the output writes it). */
+#define LOG_EMIT_ERRNO 0x1
+
+void log_init(const char *prog, enum log_output out, bool use_syslog, bool debug);
+const char *log_prog(void);
+void log_emitv(enum log_level lvl, int flags, const char *func, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+void log_emit(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void log_emit_f(enum log_level lvl, int flags, const char *func, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void log_fatal_at(int status, int flags, const char *func, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5), noreturn));
+
+#define log_debug(...) log_emit(LOG_LVL_DEBUG, __VA_ARGS__)
+#define log_info(...) log_emit(LOG_LVL_INFO, __VA_ARGS__)
+#define log_error(...) log_emit(LOG_LVL_ERROR, __VA_ARGS__)
+/* Level error with strerror(errno), and no exit: a failure the daemon lives through. */
+#define log_error_errno(...) log_emit_f(LOG_LVL_ERROR, LOG_EMIT_ERRNO, NULL, __VA_ARGS__)
+#define log_warnx(...) log_emit(LOG_LVL_WARN, __VA_ARGS__)
+#define log_warn(...) log_emit_f(LOG_LVL_WARN, LOG_EMIT_ERRNO, NULL, __VA_ARGS__)
+#define log_warnx_f(...) log_emit_f(LOG_LVL_WARN, 0, __func__, __VA_ARGS__)
+#define log_warn_f(...) log_emit_f(LOG_LVL_WARN, LOG_EMIT_ERRNO, __func__, __VA_ARGS__)
+#define log_fatalx(status, ...) log_fatal_at((status), 0, NULL, __VA_ARGS__)
+#define log_fatal(status, ...) log_fatal_at((status), LOG_EMIT_ERRNO, NULL, __VA_ARGS__)
+#define log_fatalx_f(status, ...) log_fatal_at((status), 0, __func__, __VA_ARGS__)
+#define log_fatal_f(status, ...) log_fatal_at((status), LOG_EMIT_ERRNO, __func__, __VA_ARGS__)
+
+/* A logfmt value: s itself when it needs no quoting, else a quoted copy in buf. */
+const char *log_value(const char *s, char *buf, size_t len);
+
+#endif

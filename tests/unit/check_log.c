@@ -1,0 +1,184 @@
+/*
+ * check_log.c: unit tests for the one log API (common/log.c): the "prog: " output of the
+ * command-line programs and the logfmt output of egressd, with and without
+ * strerror(errno), the _f forms' function name, debug lines only when asked for, and
+ * fatal's exit status. Each case captures stderr in a temporary file.
+ */
+#include "config.h"
+
+#include <check.h>
+
+#include <errno.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Points stderr at a fresh temporary file; returns it for log_read(). */
+static FILE *
+log_capture(void)
+{
+	FILE *f = tmpfile();
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_ne(dup2(fileno(f), STDERR_FILENO), -1);
+	return f;
+}
+
+static const char *
+log_read(FILE *f)
+{
+	static char buf[4096];
+	size_t n;
+
+	rewind(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	return buf;
+}
+
+enum log_call { CALL_WARN, CALL_WARNX, CALL_WARN_F, CALL_WARNX_F, CALL_INFO, CALL_DEBUG,
+	CALL_ERROR_ERRNO };
+
+struct log_case {
+	enum log_output out;
+	bool debug;
+	enum log_call call;
+	const char *want;       /* the whole output (prefix); a regex of it (logfmt) */
+};
+
+static const struct log_case log_cases[] = {
+	{ LOG_OUT_PREFIX, false, CALL_WARN, "egress-test: open x: No such file or directory\n" },
+	{ LOG_OUT_PREFIX, false, CALL_WARNX, "egress-test: open x\n" },
+	{ LOG_OUT_PREFIX, false, CALL_WARN_F, "egress-test: log_call: open x: "
+	    "No such file or directory\n" },
+	{ LOG_OUT_PREFIX, false, CALL_WARNX_F, "egress-test: log_call: open x\n" },
+	{ LOG_OUT_PREFIX, false, CALL_INFO, "egress-test: open x\n" },
+	{ LOG_OUT_PREFIX, false, CALL_DEBUG, "" },
+	{ LOG_OUT_PREFIX, true, CALL_DEBUG, "egress-test: open x\n" },
+	{ LOG_OUT_LOGFMT, false, CALL_WARN, "^time=[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\\.[0-9]{3}Z "
+	    "level=warn open x error=No such file or directory\n$" },
+	{ LOG_OUT_LOGFMT, false, CALL_WARNX, "^time=[^ ]+Z level=warn open x\n$" },
+	{ LOG_OUT_LOGFMT, false, CALL_WARN_F, "^time=[^ ]+Z level=warn func=log_call open x "
+	    "error=No such file or directory\n$" },
+	{ LOG_OUT_LOGFMT, false, CALL_WARNX_F, "^time=[^ ]+Z level=warn func=log_call open x\n$" },
+	{ LOG_OUT_LOGFMT, false, CALL_INFO, "^time=[^ ]+Z level=info open x\n$" },
+	{ LOG_OUT_LOGFMT, false, CALL_DEBUG, "^$" },
+	{ LOG_OUT_LOGFMT, true, CALL_DEBUG, "^time=[^ ]+Z level=debug open x\n$" },
+	{ LOG_OUT_LOGFMT, false, CALL_ERROR_ERRNO, "^time=[^ ]+Z level=error open x "
+	    "error=No such file or directory\n$" },
+	{ LOG_OUT_PREFIX, false, CALL_ERROR_ERRNO, "egress-test: open x: "
+	    "No such file or directory\n" },
+};
+
+static void
+log_call(enum log_call call)
+{
+	errno = ENOENT;
+	switch (call) {
+	case CALL_WARN: log_warn("open %s", "x"); break;
+	case CALL_WARNX: log_warnx("open %s", "x"); break;
+	case CALL_WARN_F: log_warn_f("open %s", "x"); break;
+	case CALL_WARNX_F: log_warnx_f("open %s", "x"); break;
+	case CALL_INFO: log_info("open %s", "x"); break;
+	case CALL_DEBUG: log_debug("open %s", "x"); break;
+	case CALL_ERROR_ERRNO: log_error_errno("open %s", "x"); break;
+	}
+}
+
+START_TEST(test_output)
+{
+	const struct log_case *c = &log_cases[_i];
+	FILE *f = log_capture();
+	const char *got;
+
+	log_init("egress-test", c->out, false, c->debug);
+	log_call(c->call);
+	got = log_read(f);
+	if (c->out == LOG_OUT_PREFIX)
+		ck_assert_str_eq(got, c->want);
+	else {
+		regex_t re;
+
+		ck_assert_int_eq(regcomp(&re, c->want, REG_EXTENDED | REG_NOSUB), 0);
+		ck_assert_msg(regexec(&re, got, 0, NULL, 0) == 0, "case %d: '%s' !~ '%s'", _i,
+		    got, c->want);
+		regfree(&re);
+	}
+}
+END_TEST
+
+/* fatal logs (errno first, as the caller saw it) and exits with the status it is given. */
+START_TEST(test_fatal)
+{
+	FILE *f = log_capture();
+	int st;
+	pid_t pid;
+
+	pid = fork();
+	ck_assert_int_ne(pid, -1);
+	if (pid == 0) {
+		log_init("egress-test", LOG_OUT_PREFIX, false, false);
+		errno = EACCES;
+		if (_i == 0)
+			log_fatal(3, "listen %s", "127.0.0.1:1");
+		log_fatalx_f(4, "bad %d", 7);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st));
+	if (_i == 0) {
+		ck_assert_int_eq(WEXITSTATUS(st), 3);
+		ck_assert_str_eq(log_read(f), "egress-test: listen 127.0.0.1:1: Permission denied\n");
+	} else {
+		ck_assert_int_eq(WEXITSTATUS(st), 4);
+		ck_assert_str_eq(log_read(f), "egress-test: test_fatal_fn: bad 7\n");
+	}
+}
+END_TEST
+
+START_TEST(test_value)
+{
+	char buf[64];
+
+	ck_assert_str_eq(log_value("plain", buf, sizeof(buf)), "plain");
+	ck_assert_str_eq(log_value("", buf, sizeof(buf)), "\"\"");
+	ck_assert_str_eq(log_value("a b\"c", buf, sizeof(buf)), "\"a b\\\"c\"");
+	ck_assert_str_eq(log_value("x\ny", buf, sizeof(buf)), "\"x\\x0ay\"");
+}
+END_TEST
+
+static Suite *
+log_suite(void)
+{
+	Suite *s = suite_create("log");
+	TCase *tc;
+
+	tc = tcase_create("outputs: prefix and logfmt, errno or not, _f");
+	tcase_add_loop_test(tc, test_output, 0, NELEM(log_cases));
+	suite_add_tcase(s, tc);
+	tc = tcase_create("fatal: logs and exits with its status");
+	tcase_add_loop_test(tc, test_fatal, 0, 2);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("logfmt values: quoted when they need it");
+	tcase_add_test(tc, test_value);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(log_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
