@@ -176,7 +176,7 @@ broker_serve_one(int chan, bool hup)
 		reason = EGRESS_MALFORMED_REQUEST;
 	if (reason != 0) {
 		log_warnx("malformed request (%zd bytes, %d descriptors)", n, nfds);
-		broker_answer(reply, req.has_id ? req.id : 0, egress_reason_code(reason), -1);
+		broker_answer(reply, req.has_id ? req.id : 0, egress_reason_code((enum egress_reason)reason), -1);
 		close(reply);
 		return 1;
 	}
