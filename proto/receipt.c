@@ -481,8 +481,9 @@ rcpt_verify_line(struct rcpt_verify *v, const char *file, size_t lineno, const c
 		v->torn = false;
 		v->repaired++;
 	} else if (!v->started) {
-		if (memcmp(r.prev, RCPT_PREV_ZERO + sizeof(RCPT_PREV_PREFIX) - 1,
-		    RCPT_HEX_LEN) != 0) {
+		static const char zeros[] = RCPT_PREV_ZERO;
+
+		if (memcmp(r.prev, zeros + sizeof(RCPT_PREV_PREFIX) - 1, RCPT_HEX_LEN) != 0) {
 			rcpt_break(v, file, lineno, &r.seq, "the first record's prev is not 64 zeros: "
 			    "the chain does not start here (give the files from the first)");
 			return;
