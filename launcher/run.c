@@ -205,7 +205,8 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	run_find_bindir();
 	/* SPEC: a NAME has no slash (a file in the current directory is ./FILE). */
-	run.lease = runopt.policy != NULL && strchr(runopt.policy, '/') == NULL && runopt.allow.n == 0;
+	run.lease = runopt.policy != NULL && strchr(runopt.policy, '/') == NULL &&
+	    runopt.allow.n == 0;
 	{
 		/* Everything the run needs is checked before anything starts. */
 		char path[PATH_MAX + 16];

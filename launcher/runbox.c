@@ -261,7 +261,8 @@ runbox_probe_namespaces(void)
 		if (errno != EINTR)
 			run_setup_failed("waitpid: %s", strerror(errno));
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		runbox_userns_refused(msg[0] != '\0' ? run_shown(msg) : "bwrap failed without a message");
+		runbox_userns_refused(msg[0] != '\0' ? run_shown(msg) :
+		    "bwrap failed without a message");
 }
 
 /*
@@ -697,8 +698,9 @@ runbox_run(void)
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
 		if (box.root_run)
-			userns_exec(box.userns_fd, box.stages, box.nstages, runopt.no_dns ? 0 : DNSSTUB_PORT,
-			    runopt.no_dns ? 0 : NETCFG_PORT, a->list);
+			userns_exec(box.userns_fd, box.stages, box.nstages,
+			    runopt.no_dns ? 0 : DNSSTUB_PORT, runopt.no_dns ? 0 : NETCFG_PORT,
+			    a->list);
 		if (!runopt.no_dns) {
 			char nerr[256];
 

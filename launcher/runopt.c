@@ -239,11 +239,11 @@ runopt_check(void)
 	 * resolved, they are checked again where they are written). */
 	for (const char *q = runopt.hosts; q != NULL && *q; q++)
 		if ((unsigned char)*q <= 0x20 || (unsigned char)*q >= 0x7f || *q == '#')
-			runopt_bad_value("--hosts", runopt.hosts, "a path of printable ASCII without blanks "
-			    "or '#' (egressd's configuration carries it)");
+			runopt_bad_value("--hosts", runopt.hosts, "a path of printable ASCII "
+			    "without blanks or '#' (egressd's configuration carries it)");
 	if (runopt.receipts != NULL && !runopt_conf_safe_path(runopt.receipts))
-		runopt_bad_value("--receipts", runopt.receipts, "a path of printable ASCII without blanks "
-		    "or '#' (egressd's configuration carries it)");
+		runopt_bad_value("--receipts", runopt.receipts, "a path of printable ASCII "
+		    "without blanks or '#' (egressd's configuration carries it)");
 	for (size_t i = 0; i < runopt.setenvs.n; i++) {
 		const char *eq = strchr(runopt.setenvs.v[i], '=');
 

@@ -136,11 +136,12 @@ runpolicy_private(struct runpolicy_paths *p)
 		snprintf(run.receipts, sizeof(run.receipts), "%s", real);
 	}
 	/* Once both exist, each by itself (a --ro of the file alone, a symlinked folder). */
-	runstate_refuse_bound("runtime folder", run.rtdir, run.rtdir, "set XDG_RUNTIME_DIR elsewhere");
+	runstate_refuse_bound("runtime folder", run.rtdir, run.rtdir,
+	    "set XDG_RUNTIME_DIR elsewhere");
 	runstate_refuse_bound("receipts file", run.receipts, run.receipts, runstate_receipts_hint);
 	if (!runopt_conf_safe_path(run.receipts))
-		run_setup_failed("the receipts file %s is not a path egressd's configuration can carry "
-		    "(printable ASCII without blanks or '#')", run_shown(run.receipts));
+		run_setup_failed("the receipts file %s is not a path egressd's configuration "
+		    "can carry (printable ASCII without blanks or '#')", run_shown(run.receipts));
 	if (RAND_bytes(r, sizeof(r)) != 1)
 		run_setup_failed("no random bytes");
 	snprintf(run.principal, sizeof(run.principal), "run-%d-", (int)getpid());
@@ -155,8 +156,9 @@ runpolicy_private(struct runpolicy_paths *p)
 		run_setup_failed("runtime folder path too long");
 	snprintf(p->ctl, sizeof(p->ctl), "%s/run/control.sock", run.rtdir);
 	/*
-	 * Every value below is a checked path (runstate_make_rtdir, runstate_default_receipts, the realpath
-	 * of --hosts) or a value written back from its parse: one line each.
+	 * Every value below is a checked path (runstate_make_rtdir,
+	 * runstate_default_receipts, the realpath of --hosts) or a value written back from
+	 * its parse: one line each.
 	 */
 	xasprintf(&text, "runtime-dir %s/run\ncontrol %s\nreceipts %s\nreceipt-key %s\n"
 	    "shutdown-grace 1\n", run.rtdir, p->ctl, run.receipts, key);

@@ -150,8 +150,8 @@ runstate_bind_submounts(void)
 		for (size_t i = 0; i < nexplicit; i++) {
 			size_t n = strlen(bound.binds[i].path);
 
-			if (strcmp(bound.binds[i].path, "/") != 0 && strncmp(mp, bound.binds[i].path, n) == 0 &&
-			    mp[n] == '/') {
+			if (strcmp(bound.binds[i].path, "/") != 0 &&
+			    strncmp(mp, bound.binds[i].path, n) == 0 && mp[n] == '/') {
 				runstate_bind_add(bound.binds[i].what, mp);
 				break;
 			}
@@ -316,7 +316,8 @@ runstate_default_receipts(void)
 		snprintf(anc, sizeof(anc), "%s", dir);
 		while (stat(anc, &st) == -1 && (slash = strrchr(anc, '/')) != NULL)
 			slash[slash == anc ? 1 : 0] = '\0';
-		runstate_refuse_bound("default receipts file", run.receipts, anc, runstate_receipts_hint);
+		runstate_refuse_bound("default receipts file", run.receipts, anc,
+		    runstate_receipts_hint);
 	}
 	runstate_mkdir_p(dir, 0700);
 }

@@ -134,8 +134,8 @@ runsup_start_broker(void)
 			_exit(RUN_EXIT_SETUP);
 		snprintf(chan, sizeof(chan), "%d", bp[0]);
 		snprintf(ppid, sizeof(ppid), "%ld", (long)self);
-		execl(broker, "egress-broker", "--channel", chan, "--parent", ppid, "--egress", run.sock,
-		    "--expect", run.devino, (char *)NULL);
+		execl(broker, "egress-broker", "--channel", chan, "--parent", ppid, "--egress",
+		    run.sock, "--expect", run.devino, (char *)NULL);
 		_exit(RUN_EXIT_SETUP);
 	}
 	close(bp[0]);
@@ -371,7 +371,8 @@ runsup_start_private(void)
 		if (waitpid(run.egressd_pid, &status, WNOHANG) == run.egressd_pid)
 			runsup_private_died();
 		if (waited >= RUN_READY_MS)
-			run_setup_failed("the private egressd did not create its control socket in time");
+			run_setup_failed("the private egressd did not create its control socket "
+			    "in time");
 		if (stat(p.ctl, &st) == 0 && S_ISSOCK(st.st_mode) &&
 		    (run.conn = ctlclient_connect(p.ctl)) != -1)
 			break;
@@ -390,7 +391,8 @@ runsup_start_private(void)
 	if (!ctlproto_reply_ok(o, &refusal)) {
 		snprintf(err, sizeof(err), "%s", refusal ?: "?");
 		json_decref(o);
-		run_setup_failed("the private egressd refused the run's principal: %s", run_shown(err));
+		run_setup_failed("the private egressd refused the run's principal: %s",
+		    run_shown(err));
 	}
 	json_decref(o);
 	if (stat(run.sock, &st) == -1 || !S_ISSOCK(st.st_mode))
