@@ -8,14 +8,11 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
-#include <getopt.h>
 #include <grp.h>
 #include <limits.h>
-#include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -23,24 +20,15 @@
 #include <string.h>
 #include <linux/close_range.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
-#include <openssl/rand.h>
 
 #include "common.h"
 #include "run.h"
-#include "control.h"
-#include "ctlclient.h"
-#include "sock.h"
-#include "policy.h"
-#include "sandbox.h"
 #include "userns.h"
 #include "dnsstub.h"
 #include "netcfg.h"
@@ -514,7 +502,6 @@ runbox_run(void)
 	pid_t init_pid = -1;
 	struct sigaction sa;
 	FILE *js;
-
 
 	run_need_program("egress-launch", launch, sizeof(launch));
 	run_need_program("egress-relay", launch_in, sizeof(launch_in));

@@ -6,42 +6,16 @@
  */
 #include "config.h"
 
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
-#include <getopt.h>
-#include <grp.h>
-#include <limits.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/close_range.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <jansson.h>
-#include <openssl/rand.h>
 
 #include "common.h"
 #include "run.h"
-#include "control.h"
-#include "ctlclient.h"
-#include "sock.h"
 #include "policy.h"
-#include "sandbox.h"
-#include "userns.h"
-#include "dnsstub.h"
-#include "netcfg.h"
 
 struct runsum_dest {
 	char key[EGRESS_HOST_MAX + 16];

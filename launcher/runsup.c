@@ -7,12 +7,8 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
-#include <getopt.h>
-#include <grp.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -27,22 +23,15 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
-#include <openssl/rand.h>
 
 #include "common.h"
 #include "run.h"
 #include "control.h"
 #include "ctlclient.h"
-#include "sock.h"
-#include "policy.h"
 #include "sandbox.h"
-#include "userns.h"
-#include "dnsstub.h"
-#include "netcfg.h"
 
 /*
  * Stops the private egressd (it writes the close receipts of what was still open, then
