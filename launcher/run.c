@@ -214,7 +214,7 @@ main(int argc, char **argv)
 	 * the lease) first, then read. */
 	runsup_stop();
 	if (!runopt.quiet)
-		runsum_print();
+		runsum_print(&run);
 	run_cleanup();
 	return rc;
 }

@@ -130,6 +130,6 @@ void runbox_probe_namespaces(void);
 int runbox_run(void);
 
 /* runsum.c */
-void runsum_print(void);
+void runsum_print(const struct run_state *rs);
 
 #endif

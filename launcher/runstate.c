@@ -99,7 +99,8 @@ runstate_mountinfo_unescape(char *s)
  * /run/user/UID at ~/proj/mnt shows the runtime folder under the current directory
  * although none of its ancestors is ~/proj. Every mount point below a bound path joins
  * the list; its device and inode are those of the mounted root, so the ancestor walk of
- * runstate_bind_covering() finds the state below it. Only the binds made so far are looked under.
+ * runstate_bind_covering() finds the state below it. Only the binds made so far are
+ * looked under.
  */
 static void
 runstate_bind_submounts(void)

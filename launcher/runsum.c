@@ -77,25 +77,25 @@ runsum_reason(const char *r)
 
 /*
  * What this run reached and was refused: egressd's own accounting of the run's principal
- * (runsup_request_summary, taken by runsup_stop once its tunnels were closed), never a re-read
- * of the receipts file.
+ * (runsup_request_summary, taken by runsup_stop once its tunnels were closed), never a
+ * re-read of the receipts file. rs is what the run set up (run.c's run).
  */
 void
-runsum_print(void)
+runsum_print(const struct run_state *rs)
 {
 	struct runsum_dest *d;
 	json_t *arr, *o;
 	json_int_t dropped;
 	size_t nd = 0, i;
 
-	if (run.summary == NULL) {
+	if (rs->summary == NULL) {
 		fprintf(stderr, "egress-run: egressd gave no summary of the run; egressctl "
-		    "receipts --principal %s shows its receipts\n", run_shown(run.principal));
+		    "receipts --principal %s shows its receipts\n", run_shown(rs->principal));
 		return;
 	}
 	d = xcalloc(RUN_SUMMARY_MAX, sizeof(*d));
-	arr = json_object_get(run.summary, "destinations");
-	dropped = json_integer_value(json_object_get(run.summary, "dropped"));
+	arr = json_object_get(rs->summary, "destinations");
+	dropped = json_integer_value(json_object_get(rs->summary, "dropped"));
 	json_array_foreach(arr, i, o) {
 		json_t *up = json_object_get(o, "bytes_up"), *down = json_object_get(o,
 		    "bytes_down"), *count = json_object_get(o, "count");
@@ -116,12 +116,12 @@ runsum_print(void)
 		    (unsigned long long)json_integer_value(down) : 0;
 		nd++;
 	}
-	if (!run.lease)
+	if (!rs->lease)
 		fprintf(stderr, "egress-run: %zu destination%s, receipts in %s (principal %s)\n",
-		    nd, nd == 1 ? "" : "s", run.receipts, run_shown(run.principal));
+		    nd, nd == 1 ? "" : "s", rs->receipts, run_shown(rs->principal));
 	else
 		fprintf(stderr, "egress-run: %zu destination%s, receipts kept by the system "
-		    "egressd (principal %s)\n", nd, nd == 1 ? "" : "s", run_shown(run.principal));
+		    "egressd (principal %s)\n", nd, nd == 1 ? "" : "s", run_shown(rs->principal));
 	for (i = 0; i < nd; i++) {
 		char hup[32], hdown[32];
 
