@@ -66,8 +66,14 @@ expect_eq "... and never held more than synthetic-max 4096" "" \
     "$(awk '$1 > 4096 || $1 !~ /^[0-9]+$/' samples)"
 expect_eq "after the workload: 4096 names held, 95 904 recycled" "4096 95904" \
     "$(gauge egress_synthetic_names m) $(gauge egress_synthetic_recycled_total m)"
-expect_eq "RSS flat once the map is full (at most 2 MiB more after 90 000 more names)" 1 \
-    "$([ "$RSS2" -le $((RSS1 + 2048)) ] && echo 1)"
+if grep -qa __asan_init "$top_builddir/egressd"; then
+	# AddressSanitizer keeps freed memory in quarantine (256 MiB by default): RSS grows
+	# with every recycled name there whatever egressd does, so it measures nothing.
+	skip "RSS flat once the map is full" "an AddressSanitizer build (freed memory is quarantined)"
+else
+	expect_eq "RSS flat once the map is full (at most 2 MiB more after 90 000 more names)" 1 \
+	    "$([ "$RSS2" -le $((RSS1 + 2048)) ] && echo 1)"
+fi
 expect_eq "the 100 000 questions took well under a minute (30 s)" 1 \
     "$("$E2E_PY" -c 'import sys; print(1 if float(sys.argv[1]) < 30 else 0)' "$secs")"
 expect_eq "no question reached the DNS server" 0 "$(asked 'e2e\.test')"
