@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "log.h"
 #include "run.h"
 
 struct run_state run = {
@@ -64,11 +65,9 @@ run_setup_failed(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "egress-run: ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	log_emitv(LOG_LVL_ERROR, 0, NULL, fmt, ap);     /* "egress-run: ..." */
 	va_end(ap);
-	fprintf(stderr, "\n");
 	run_cleanup();
 	exit(RUN_EXIT_SETUP);
 }
@@ -179,6 +178,7 @@ main(int argc, char **argv)
 {
 	int rc;
 
+	log_init("egress-run", LOG_OUT_PREFIX, false, false);
 	runopt_parse(argc, argv);
 	signal(SIGPIPE, SIG_IGN);
 	run_find_bindir();

@@ -49,6 +49,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "netcfg.h"
 #include "userns.h"
 
@@ -254,11 +255,10 @@ userns_fail(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "egress-run: ");
+	/* egress-run's log (log_init in run.c): "egress-run: ..."; _exit, as a child. */
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	log_emitv(LOG_LVL_ERROR, 0, NULL, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\n");
 	_exit(USERNS_EXIT_SETUP);
 }
 
