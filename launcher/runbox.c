@@ -28,6 +28,7 @@
 #include <jansson.h>
 
 #include "common.h"
+#include "log.h"
 #include "run.h"
 #include "userns.h"
 #include "dnsstub.h"
@@ -692,12 +693,12 @@ runbox_run(void)
 			char nerr[256];
 
 			if (userns_netns(true, DNSSTUB_PORT, NETCFG_PORT, nerr, sizeof(nerr)) == -1) {
-				fprintf(stderr, "egress-run: %s\n", nerr);
+				log_warnx("%s", nerr);
 				_exit(RUN_EXIT_SETUP);
 			}
 		}
 		execv(a->list[0], a->list);
-		fprintf(stderr, "egress-run: %s: %s\n", a->list[0], strerror(errno));
+		log_warn("%s", a->list[0]);
 		_exit(RUN_EXIT_SETUP);
 	}
 	arglist_free(a);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "log.h"
 #include "run.h"
 #include "sock.h"
 #include "policy.h"
@@ -41,8 +42,7 @@ static void
 runopt_list_add(struct runopt_list *l, const char *v, const char *what)
 {
 	if (l->n == RUN_MAX_LIST) {
-		fprintf(stderr, "egress-run: more than %d %s\n", RUN_MAX_LIST, what);
-		exit(RUN_EXIT_SETUP);
+		log_fatalx(RUN_EXIT_SETUP, "more than %d %s", RUN_MAX_LIST, what);
 	}
 	if (l->n == l->cap) {
 		l->cap = l->cap ? l->cap * 2 : 16;
@@ -64,8 +64,7 @@ runopt_list_add(struct runopt_list *l, const char *v, const char *what)
 static void __attribute__((noreturn))
 runopt_bad_value(const char *option, const char *value, const char *why)
 {
-	fprintf(stderr, "egress-run: %s %s: %s\n", option, run_shown(value), why);
-	exit(RUN_EXIT_SETUP);
+	log_fatalx(RUN_EXIT_SETUP, "%s %s: %s", option, run_shown(value), why);
 }
 
 /*
@@ -189,8 +188,8 @@ runopt_check_env(const char *option, const char *v, size_t n)
 		runopt_bad_value(option, v, "HOME inside is egress-run's own writable folder; use "
 		    "--home DIR to keep one between runs");
 	if (runopt_env_launch_owns(v, n) && !runopt.quiet)
-		fprintf(stderr, "egress-run: %s %.*s: egress-launch sets or removes it inside; "
-		    "your value is not used\n", option, (int)n, v);
+		log_warnx("%s %.*s: egress-launch sets or removes it inside; your value is not "
+		    "used", option, (int)n, v);
 }
 
 /* Every option value, checked before anything starts (a usage error is exit 125). */

@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "common.h"
+#include "log.h"
 #include "run.h"
 #include "policy.h"
 
@@ -89,8 +90,8 @@ runsum_print(const struct run_state *rs)
 	size_t nd = 0, i;
 
 	if (rs->summary == NULL) {
-		fprintf(stderr, "egress-run: egressd gave no summary of the run; egressctl "
-		    "receipts --principal %s shows its receipts\n", run_shown(rs->principal));
+		log_warnx("egressd gave no summary of the run; egressctl receipts --principal %s "
+		    "shows its receipts", run_shown(rs->principal));
 		return;
 	}
 	d = xcalloc(RUN_SUMMARY_MAX, sizeof(*d));

@@ -28,6 +28,7 @@
 #include <jansson.h>
 
 #include "common.h"
+#include "log.h"
 #include "run.h"
 #include "control.h"
 #include "ctlclient.h"
@@ -347,7 +348,7 @@ runsup_start_private(void)
 		    fcntl(filter_fd, F_SETFD, 0) == -1 || fcntl(info[1], F_SETFD, 0) == -1)
 			_exit(RUN_EXIT_SETUP);
 		execv(bwrap_argv.list[0], bwrap_argv.list);
-		fprintf(stderr, "egress-run: %s: %s\n", bwrap_argv.list[0], strerror(errno));
+		log_warn("%s", bwrap_argv.list[0]);
 		_exit(RUN_EXIT_SETUP);
 	}
 	arglist_free(&bwrap_argv);
