@@ -19,21 +19,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <openssl/rand.h>
-
 #include "egressd.h"
 
-struct event_base *egressd_base;
-const struct conf *egressd_conf;
-struct egress_key *egressd_policy_key;
-bool egressd_stopping;
-time_t egressd_started;
-uid_t egressd_uid;
-gid_t egressd_gid;
-
 static struct conf *conf_current;
-static struct cidr synth_retired[EGRESSD_SYNTH_RETIRED];  /* oldest first */
-static size_t nsynth_retired;
 static struct event *ev_term, *ev_int, *ev_hup, *ev_usr1, *ev_grace, *ev_drain;
 
 static void __attribute__((noreturn))
@@ -41,55 +29,6 @@ usage(void)
 {
 	fprintf(stderr, "usage: egressd [-dt] -c FILE\n");
 	exit(2);
-}
-
-void
-egressd_new_id(char out[24])
-{
-	uint8_t r[8];
-
-	if (RAND_bytes(r, sizeof(r)) != 1)
-		abort();
-	out[0] = 'c';
-	out[1] = '-';
-	egress_hex(r, sizeof(r), out + 2);
-}
-
-struct policy *
-egressd_load_policy(const char *file, char *err, size_t errlen)
-{
-	struct policy_diag d;
-	struct policy *p;
-	struct stat st;
-	uint8_t *buf;
-	ssize_t n;
-	int fd;
-
-	if ((fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) == -1) {
-		snprintf(err, errlen, "policy %s: %s", file, strerror(errno));
-		return NULL;
-	}
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
-	    st.st_size > (off_t)EGRESS_POLICY_MAX_BYTES) {
-		snprintf(err, errlen, "policy %s: not a regular file of at most %u bytes", file,
-		    EGRESS_POLICY_MAX_BYTES);
-		close(fd);
-		return NULL;
-	}
-	buf = xmalloc((size_t)st.st_size + 1);
-	n = read(fd, buf, (size_t)st.st_size + 1);
-	close(fd);
-	if (n < 0 || n > st.st_size) {
-		snprintf(err, errlen, "policy %s: changed while read", file);
-		free(buf);
-		return NULL;
-	}
-	p = policy_load(file, buf, (size_t)n, egressd_policy_key, &d);
-	free(buf);
-	if (p == NULL)
-		snprintf(err, errlen, "%s", d.nerrors ? d.errors[0] : "invalid policy");
-	policy_diag_free(&d);
-	return p;
 }
 
 /*
@@ -174,15 +113,6 @@ term_cb(evutil_socket_t sig, short what, void *arg)
 	egressd_exit_if_drained();
 }
 
-bool
-egressd_synth_retired(const struct addr *a)
-{
-	for (size_t i = 0; i < nsynth_retired; i++)
-		if (cidr_contains(&synth_retired[i], a))
-			return true;
-	return false;
-}
-
 static bool
 egressd_cidr_equal(const struct cidr *a, const struct cidr *b)
 {
@@ -205,12 +135,7 @@ egressd_synth_reload(const struct conf *nc)
 
 	addr_format(&nc->synth_range.a, text);
 	if (!egressd_cidr_equal(&conf_current->synth_range, &nc->synth_range)) {
-		if (nsynth_retired == EGRESSD_SYNTH_RETIRED) {
-			memmove(synth_retired, synth_retired + 1,
-			    (EGRESSD_SYNTH_RETIRED - 1) * sizeof(*synth_retired));
-			nsynth_retired--;
-		}
-		synth_retired[nsynth_retired++] = conf_current->synth_range;
+		egressd_synth_retire(&conf_current->synth_range);
 		TAILQ_FOREACH(p, &principals, entry) {
 			size_t n;
 

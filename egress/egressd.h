@@ -272,6 +272,10 @@ struct principal *principal_find(const char *name);
 const struct pin *principal_pin_get(struct principal *p, const char *name);
 void principal_pin_put(struct principal *p, const char *name, const struct addr *addrs,
     size_t n, uint32_t ttl);
+/* The same at a given CLOCK_MONOTONIC time in ms (egress_mono_ms): for the unit test. */
+const struct pin *principal_pin_get_at(struct principal *p, const char *name, int64_t now);
+void principal_pin_put_at(struct principal *p, const char *name, const struct addr *addrs,
+    size_t n, uint32_t ttl, int64_t now);
 /*
  * Past EGRESSD_DENY_BURST denials in a second, identical ones (reason, host, port) are
  * counted instead of written; returns true when this one was counted. The counts are
@@ -279,6 +283,9 @@ void principal_pin_put(struct principal *p, const char *name, const struct addr 
  */
 bool principal_deny_collapse(struct principal *p, enum egress_reason reason,
     const char *host, int port, const char *frontend);
+/* The same in the second now (time(NULL)): for the unit test. */
+bool principal_deny_collapse_at(struct principal *p, enum egress_reason reason,
+    const char *host, int port, const char *frontend, time_t now);
 
 /* --- conn.c ----------------------------------------------------------------------- */
 
@@ -305,7 +312,7 @@ void ctl_shutdown(void);
 /* A lease holder went away: called by principal_remove to detach. */
 void ctl_lease_lost(struct ctl_client *cl, struct principal *p);
 
-/* --- egressd.c -------------------------------------------------------------------- */
+/* --- daemon.c (egressd.c has main) ---------------------------------------------- */
 
 extern struct event_base *egressd_base;
 extern const struct conf *egressd_conf;
@@ -317,6 +324,8 @@ extern bool egressd_stopping;
  * client may still hold it, and it must be bad-host rather than a real destination.
  */
 bool egressd_synth_retired(const struct addr *a);
+/* Called by SIGHUP for the range it replaces. */
+void egressd_synth_retire(const struct cidr *range);
 extern time_t egressd_started;
 /* The uid and gid egressd started with, before `user` drops them: a principal's default
  * owner, so that one added after the drop is owned like one created at start-up. */

@@ -196,8 +196,13 @@ principal_remove(struct principal *p, const char *why)
 const struct pin *
 principal_pin_get(struct principal *p, const char *name)
 {
+	return principal_pin_get_at(p, name, egress_mono_ms());
+}
+
+const struct pin *
+principal_pin_get_at(struct principal *p, const char *name, int64_t now)
+{
 	struct pin *pin, *next;
-	int64_t now = egress_mono_ms();
 
 	for (pin = TAILQ_FIRST(&p->pins); pin != NULL; pin = next) {
 		next = TAILQ_NEXT(pin, entry);
@@ -217,6 +222,13 @@ principal_pin_get(struct principal *p, const char *name)
 void
 principal_pin_put(struct principal *p, const char *name, const struct addr *addrs, size_t n,
     uint32_t ttl)
+{
+	principal_pin_put_at(p, name, addrs, n, ttl, egress_mono_ms());
+}
+
+void
+principal_pin_put_at(struct principal *p, const char *name, const struct addr *addrs,
+    size_t n, uint32_t ttl, int64_t now)
 {
 	const struct policy_settings *s = policy_settings(p->policy);
 	uint64_t life = ttl;
@@ -240,7 +252,7 @@ principal_pin_put(struct principal *p, const char *name, const struct addr *addr
 	pin->name = xstrdup(name);
 	memcpy(pin->addrs, addrs, n * sizeof(*addrs));
 	pin->naddrs = n;
-	pin->expires_ms = egress_mono_ms() + (int64_t)life * 1000;
+	pin->expires_ms = now + (int64_t)life * 1000;
 	TAILQ_INSERT_TAIL(&p->pins, pin, entry);
 	p->npins++;
 }
@@ -283,7 +295,13 @@ bool
 principal_deny_collapse(struct principal *p, enum egress_reason reason, const char *host,
     int port, const char *frontend)
 {
-	time_t now = time(NULL);
+	return principal_deny_collapse_at(p, reason, host, port, frontend, time(NULL));
+}
+
+bool
+principal_deny_collapse_at(struct principal *p, enum egress_reason reason, const char *host,
+    int port, const char *frontend, time_t now)
+{
 	struct deny_slot *d;
 	struct timeval tv = { 1, 0 };
 

@@ -19,6 +19,7 @@
 #include <event2/buffer.h>
 
 #include "conn.h"
+#include "splice.h"
 
 
 static void
@@ -38,16 +39,9 @@ conn_maybe_finish(struct conn *c)
 static void
 conn_propagate_eof(struct conn *c)
 {
-	if (c->c_eof && !c->u_shut && c->fe != FE_HTTP_FORWARD &&
-	    evbuffer_get_length(bufferevent_get_output(c->ubev)) == 0) {
-		shutdown(bufferevent_getfd(c->ubev), SHUT_WR);
-		c->u_shut = true;
-	}
-	if (c->u_eof && !c->c_shut &&
-	    evbuffer_get_length(bufferevent_get_output(c->cbev)) == 0) {
-		shutdown(bufferevent_getfd(c->cbev), SHUT_WR);
-		c->c_shut = true;
-	}
+	/* A forwarded request's upload ends with its body (framing), not the client's EOF. */
+	(void)egress_splice_shut(c->c_eof && c->fe != FE_HTTP_FORWARD, &c->u_shut, c->ubev);
+	(void)egress_splice_shut(c->u_eof, &c->c_shut, c->cbev);
 	conn_maybe_finish(c);
 }
 
@@ -185,7 +179,7 @@ conn_relay_write(struct bufferevent *dst, void *arg)
 	struct bufferevent *src = to_up ? c->cbev : c->ubev;
 	bool src_eof = to_up ? c->c_eof : c->u_eof;
 
-	bufferevent_setwatermark(dst, EV_WRITE, 0, 0);
+	egress_splice_resume(dst);
 	if (!src_eof && !(to_up && conn_forward_done(c))) {
 		if (c->fast[to_up ? 0 : 1] != NULL)
 			event_add(c->fast[to_up ? 0 : 1], NULL);
@@ -196,11 +190,12 @@ conn_relay_write(struct bufferevent *dst, void *arg)
 }
 
 /*
- * The fast relay. libevent 2.1 reads at most 4 KiB per call (EVBUFFER_MAX_READ), a
- * syscall and a wake-up per page of a bulk tunnel; here each read takes up to the relay
- * bound into one scratch buffer, and goes straight to the other socket when nothing is
- * queued there. What does not fit is queued in the other side's bufferevent, whose
- * bound pauses this side exactly as before.
+ * The fast relay (the copy itself is common/splice.c, shared with egress-relay). libevent
+ * 2.1 reads at most 4 KiB per call (EVBUFFER_MAX_READ), a syscall and a wake-up per page
+ * of a bulk tunnel; here each read takes up to the relay bound into one scratch buffer,
+ * and goes straight to the other socket when nothing is queued there. What does not fit
+ * is queued in the other side's bufferevent, whose bound pauses this side exactly as
+ * before. Every byte moved is counted (conn_account: receipt, byte quota, idle stamp).
  */
 static uint8_t conn_scratch[EGRESSD_RELAY_BUF];
 
@@ -209,28 +204,17 @@ conn_fast_read(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 	bool up = fd == bufferevent_getfd(c->cbev);
-	struct bufferevent *dst = up ? c->ubev : c->cbev;
-	struct evbuffer *out = bufferevent_get_output(dst);
-	size_t queued = evbuffer_get_length(out), room;
-	ssize_t n, w = 0;
+	size_t n;
 
 	(void)what;
-	if (queued >= EGRESSD_RELAY_BUF) {
-		event_del(c->fast[up ? 0 : 1]);
-		bufferevent_setwatermark(dst, EV_WRITE, EGRESSD_RELAY_BUF / 2, 0);
-		return;
-	}
-	room = EGRESSD_RELAY_BUF - queued;
-	n = read(fd, conn_scratch, room);
-	if (n < 0) {
-		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-			return;
-		conn_close(c, EGRESS_ALLOWED, errno == ECONNRESET ?
-		    (up ? "client-reset" : "upstream-reset") : "error");
-		return;
-	}
-	if (n == 0) {
-		event_del(c->fast[up ? 0 : 1]);
+	switch (egress_splice_read(fd, c->fast[up ? 0 : 1], up ? c->ubev : c->cbev, conn_scratch,
+	    EGRESSD_RELAY_BUF, &n)) {
+	case EGRESS_SPLICE_MOVED:
+		(void)conn_account(c, up, n);
+		break;
+	case EGRESS_SPLICE_AGAIN:
+		break;
+	case EGRESS_SPLICE_EOF:
 		if (up)
 			c->c_eof = true;
 		else
@@ -238,28 +222,15 @@ conn_fast_read(evutil_socket_t fd, short what, void *arg)
 		if (c->first_eof == NULL)
 			c->first_eof = up ? "client-eof" : "upstream-eof";
 		conn_propagate_eof(c);
-		return;
-	}
-	if (queued == 0) {
-		w = send(bufferevent_getfd(dst), conn_scratch, (size_t)n, MSG_NOSIGNAL |
-		    MSG_DONTWAIT);
-		if (w < 0) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-				conn_close(c, EGRESS_ALLOWED, errno == EPIPE ||
-				    errno == ECONNRESET ? (up ? "upstream-reset" : "client-reset") :
-				    "error");
-				return;
-			}
-			w = 0;
-		}
-	}
-	if (w < n)
-		evbuffer_add(out, conn_scratch + w, (size_t)(n - w));
-	if (!conn_account(c, up, (size_t)n))
-		return;
-	if (evbuffer_get_length(out) >= EGRESSD_RELAY_BUF) {
-		event_del(c->fast[up ? 0 : 1]);
-		bufferevent_setwatermark(dst, EV_WRITE, EGRESSD_RELAY_BUF / 2, 0);
+		break;
+	case EGRESS_SPLICE_READ_ERROR:
+		conn_close(c, EGRESS_ALLOWED, errno == ECONNRESET ?
+		    (up ? "client-reset" : "upstream-reset") : "error");
+		break;
+	case EGRESS_SPLICE_SEND_ERROR:
+		conn_close(c, EGRESS_ALLOWED, errno == EPIPE || errno == ECONNRESET ?
+		    (up ? "upstream-reset" : "client-reset") : "error");
+		break;
 	}
 }
 

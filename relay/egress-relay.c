@@ -47,6 +47,7 @@
 #include "log.h"
 #include "native.h"
 #include "sock.h"
+#include "splice.h"
 #include "sandbox.h"
 
 #define RELAY_DEFAULT_CONNS 256
@@ -128,23 +129,16 @@ relay_maybe_done(struct relay_conn *rc)
 static void
 relay_propagate(struct relay_conn *rc)
 {
-	if (rc->client_eof && !rc->egress_shut &&
-	    evbuffer_get_length(bufferevent_get_output(rc->egress)) == 0) {
-		shutdown(bufferevent_getfd(rc->egress), SHUT_WR);
-		rc->egress_shut = true;
-	}
-	if (rc->egress_eof && !rc->client_shut &&
-	    evbuffer_get_length(bufferevent_get_output(rc->client)) == 0) {
-		shutdown(bufferevent_getfd(rc->client), SHUT_WR);
-		rc->client_shut = true;
-	}
+	(void)egress_splice_shut(rc->client_eof, &rc->egress_shut, rc->egress);
+	(void)egress_splice_shut(rc->egress_eof, &rc->client_shut, rc->client);
 	relay_maybe_done(rc);
 }
 
 /*
- * One read of up to the bound (libevent 2.1 would read 4 KiB per call), written straight
- * to the other side when nothing is queued there; the rest is queued, and a full queue
- * pauses this side until the other drains (the bound).
+ * Transparent: egressd's EGR1 reply first, read here and never relayed. Then the bounded
+ * copy (common/splice.c): one read of up to the bound, written straight to the other side
+ * when nothing is queued there; the rest is queued, and a full queue pauses this side until
+ * the other drains.
  */
 static void
 relay_read(evutil_socket_t fd, short what, void *arg)
@@ -152,25 +146,25 @@ relay_read(evutil_socket_t fd, short what, void *arg)
 	struct relay_conn *rc = arg;
 	bool from_client = fd == bufferevent_getfd(rc->client);
 	struct bufferevent *dst = from_client ? rc->egress : rc->client;
-	struct evbuffer *out = bufferevent_get_output(dst);
 	struct event *ev = rc->rd[from_client ? 0 : 1];
-	size_t queued = evbuffer_get_length(out);
-	ssize_t n, w = 0;
+	size_t n;
 	int32_t code = 0;
 
 	(void)what;
 	if (!from_client && rc->reply_need > 0) {
 		/* egressd's answer to the transparent connect: ours, not the client's. */
-		n = read(fd, rc->reply + sizeof(rc->reply) - rc->reply_need, rc->reply_need);
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		ssize_t r = read(fd, rc->reply + sizeof(rc->reply) - rc->reply_need,
+		    rc->reply_need);
+
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 			return;
-		if (n > 0)
-			rc->reply_need -= (size_t)n;
-		if (n <= 0 || (rc->reply_need == 0 &&
+		if (r > 0)
+			rc->reply_need -= (size_t)r;
+		if (r <= 0 || (rc->reply_need == 0 &&
 		    (native_reply_parse(rc->reply, &code) == -1 || code != 0))) {
 			/* Refused: reset by relay_free (reply_need stays above 0 or it is set
 			 * again below). */
-			if (verbose && n > 0)
+			if (verbose && r > 0)
 				/* 0: the reply was not EGR1 */
 				log_warnx("transparent connect refused (%d)", (int)code);
 			rc->reply_need = sizeof(rc->reply);
@@ -178,41 +172,21 @@ relay_read(evutil_socket_t fd, short what, void *arg)
 		}
 		return;
 	}
-	if (queued >= buffer_max) {
-		event_del(ev);
-		bufferevent_setwatermark(dst, EV_WRITE, buffer_max / 2, 0);
-		return;
-	}
-	n = read(fd, scratch, buffer_max - queued);
-	if (n < 0) {
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-			relay_free(rc);
-		return;
-	}
-	if (n == 0) {
-		event_del(ev);
+	switch (egress_splice_read(fd, ev, dst, scratch, buffer_max, &n)) {
+	case EGRESS_SPLICE_MOVED:
+	case EGRESS_SPLICE_AGAIN:
+		break;
+	case EGRESS_SPLICE_EOF:
 		if (from_client)
 			rc->client_eof = true;
 		else
 			rc->egress_eof = true;
 		relay_propagate(rc);
-		return;
-	}
-	if (queued == 0) {
-		w = send(bufferevent_getfd(dst), scratch, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (w < 0) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-				relay_free(rc);
-				return;
-			}
-			w = 0;
-		}
-	}
-	if (w < n)
-		evbuffer_add(out, scratch + w, (size_t)(n - w));
-	if (evbuffer_get_length(out) >= buffer_max) {
-		event_del(ev);
-		bufferevent_setwatermark(dst, EV_WRITE, buffer_max / 2, 0);
+		break;
+	case EGRESS_SPLICE_READ_ERROR:
+	case EGRESS_SPLICE_SEND_ERROR:
+		relay_free(rc);
+		break;
 	}
 }
 
@@ -222,7 +196,7 @@ relay_write(struct bufferevent *dst, void *arg)
 	struct relay_conn *rc = arg;
 	bool to_egress = dst == rc->egress;
 
-	bufferevent_setwatermark(dst, EV_WRITE, 0, 0);
+	egress_splice_resume(dst);
 	if (!(to_egress ? rc->client_eof : rc->egress_eof))
 		event_add(rc->rd[to_egress ? 0 : 1], NULL);
 	relay_propagate(rc);

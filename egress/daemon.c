@@ -1,0 +1,100 @@
+/*
+ * daemon.c: egressd's process-wide state and the helpers every part of the daemon calls
+ * (ids, policy files, retired synthetic ranges), apart from egressd.c's main so that the
+ * unit tests link the daemon's objects (libegressd.a) with their own main. Trusts the
+ * policy files it reads only as far as policy_load's checks go.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/rand.h>
+
+#include "egressd.h"
+
+struct event_base *egressd_base;
+const struct conf *egressd_conf;
+struct egress_key *egressd_policy_key;
+bool egressd_stopping;
+time_t egressd_started;
+uid_t egressd_uid;
+gid_t egressd_gid;
+
+static struct cidr synth_retired[EGRESSD_SYNTH_RETIRED];  /* oldest first */
+static size_t nsynth_retired;
+
+void
+egressd_new_id(char out[24])
+{
+	uint8_t r[8];
+
+	if (RAND_bytes(r, sizeof(r)) != 1)
+		abort();
+	out[0] = 'c';
+	out[1] = '-';
+	egress_hex(r, sizeof(r), out + 2);
+}
+
+struct policy *
+egressd_load_policy(const char *file, char *err, size_t errlen)
+{
+	struct policy_diag d;
+	struct policy *p;
+	struct stat st;
+	uint8_t *buf;
+	ssize_t n;
+	int fd;
+
+	if ((fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) == -1) {
+		snprintf(err, errlen, "policy %s: %s", file, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    st.st_size > (off_t)EGRESS_POLICY_MAX_BYTES) {
+		snprintf(err, errlen, "policy %s: not a regular file of at most %u bytes", file,
+		    EGRESS_POLICY_MAX_BYTES);
+		close(fd);
+		return NULL;
+	}
+	buf = xmalloc((size_t)st.st_size + 1);
+	n = read(fd, buf, (size_t)st.st_size + 1);
+	close(fd);
+	if (n < 0 || n > st.st_size) {
+		snprintf(err, errlen, "policy %s: changed while read", file);
+		free(buf);
+		return NULL;
+	}
+	p = policy_load(file, buf, (size_t)n, egressd_policy_key, &d);
+	free(buf);
+	if (p == NULL)
+		snprintf(err, errlen, "%s", d.nerrors ? d.errors[0] : "invalid policy");
+	policy_diag_free(&d);
+	return p;
+}
+
+bool
+egressd_synth_retired(const struct addr *a)
+{
+	for (size_t i = 0; i < nsynth_retired; i++)
+		if (cidr_contains(&synth_retired[i], a))
+			return true;
+	return false;
+}
+
+/* A synthetic range given up on SIGHUP: its addresses stay bad-host (the oldest goes). */
+void
+egressd_synth_retire(const struct cidr *range)
+{
+	if (nsynth_retired == EGRESSD_SYNTH_RETIRED) {
+		memmove(synth_retired, synth_retired + 1,
+		    (EGRESSD_SYNTH_RETIRED - 1) * sizeof(*synth_retired));
+		nsynth_retired--;
+	}
+	synth_retired[nsynth_retired++] = *range;
+}
