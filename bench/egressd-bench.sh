@@ -378,7 +378,8 @@ pin() {
 	local cpus=$1 proxy=$2 pid
 
 	# A chain row pins every process of its chain.
-	for pid in "$SERVE_PID" $proxy ${ALSO[$proxy]:-}; do
+	# The direct row has no proxy: an empty key is a bad subscript in bash.
+	for pid in "$SERVE_PID" $proxy ${proxy:+${ALSO[$proxy]:-}}; do
 		[ -n "$pid" ] && taskset -a -p -c "$cpus" "$pid" >/dev/null 2>&1
 	done
 }
