@@ -136,3 +136,15 @@ log_fatal_at(int status, int flags, const char *func, const char *fmt, ...)
 	va_end(ap);
 	exit(status);
 }
+
+void
+log_startupx(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", log_progname);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}

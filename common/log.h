@@ -50,6 +50,14 @@ void log_fatal_at(int status, int flags, const char *func, const char *fmt, ...)
 #define log_fatal_f(status, ...) log_fatal_at((status), LOG_EMIT_ERRNO, __func__, __VA_ARGS__)
 
 /* A logfmt value: s itself when it needs no quoting, else a quoted copy in buf. */
+/*
+ * A start-up diagnostic: "prog: message" on stderr whatever the output chosen, for what
+ * a daemon says before it serves (a bad configuration, a socket it cannot create), as
+ * sshd does before it detaches: an operator starting it by hand, and systemd's journal,
+ * read one plain line. Once serving, every message goes through the calls above.
+ */
+void log_startupx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 const char *log_value(const char *s, char *buf, size_t len);
 
 #endif

@@ -547,12 +547,12 @@ ctl_listen(const char *path, mode_t mode, gid_t gid, bool set_group)
 	int fd;
 
 	if (egress_sock_unix_addr(&sun, path) == -1) {
-		fprintf(stderr, "egressd: socket path too long: %s\n", path);
+		log_startupx("socket path too long: %s", path);
 		return -1;
 	}
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode)) {
-			fprintf(stderr, "egressd: %s exists and is not a socket\n", path);
+			log_startupx("%s exists and is not a socket", path);
 			return -1;
 		}
 		unlink(path);
@@ -563,7 +563,7 @@ ctl_listen(const char *path, mode_t mode, gid_t gid, bool set_group)
 	    (set_group && lchown(path, (uid_t)-1, gid) == -1) || chmod(path, mode) == -1 ||
 	    listen(fd, 16) == -1) {
 		umask(old);
-		fprintf(stderr, "egressd: %s: %s\n", path, strerror(errno));
+		log_startupx("%s: %s", path, strerror(errno));
 		if (fd != -1)
 			close(fd);
 		return -1;
@@ -582,7 +582,7 @@ ctl_init(struct event_base *base, const char *path)
 	ctl_path = xstrdup(path);
 	ctl_pause.base = base;
 	if (egress_accept_pause_init(&ctl_pause) == -1) {
-		fprintf(stderr, "egressd: libevent: no timer\n");
+		log_startupx("libevent: no timer");
 		return -1;
 	}
 	ctl_ev = event_new(base, ctl_fd, EV_READ | EV_PERSIST, ctl_accept_cb, NULL);
@@ -595,7 +595,7 @@ ctl_init(struct event_base *base, const char *path)
 			struct group *gr = getgrnam(conf->lease_group);
 
 			if (gr == NULL) {
-				fprintf(stderr, "egressd: lease group %s: no such group\n",
+				log_startupx("lease group %s: no such group",
 				    conf->lease_group);
 				return -1;
 			}

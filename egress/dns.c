@@ -132,7 +132,7 @@ dns_load_hosts(const char *path)
 	unsigned lineno = 0;
 
 	if (fp == NULL) {
-		fprintf(stderr, "egressd: hosts %s: %s\n", path, strerror(errno));
+		log_startupx("hosts %s: %s", path, strerror(errno));
 		return -1;
 	}
 	while (fgets(line, sizeof(line), fp) != NULL) {
@@ -190,7 +190,7 @@ dns_init(struct event_base *base, const struct conf *conf)
 	int r, mask;
 
 	if ((r = ares_library_init(ARES_LIB_INIT_ALL)) != ARES_SUCCESS) {
-		fprintf(stderr, "egressd: c-ares: %s\n", ares_strerror(r));
+		log_startupx("c-ares: %s", ares_strerror(r));
 		return -1;
 	}
 	memset(&opts, 0, sizeof(opts));
@@ -202,12 +202,12 @@ dns_init(struct event_base *base, const struct conf *conf)
 	mask = ARES_OPT_FLAGS | ARES_OPT_SOCK_STATE_CB | ARES_OPT_LOOKUPS | ARES_OPT_TIMEOUTMS |
 	    ARES_OPT_TRIES;
 	if ((r = ares_init_options(&dns_channel, &opts, mask)) != ARES_SUCCESS) {
-		fprintf(stderr, "egressd: c-ares: %s\n", ares_strerror(r));
+		log_startupx("c-ares: %s", ares_strerror(r));
 		return -1;
 	}
 	if (conf->resolvers != NULL &&
 	    (r = ares_set_servers_ports_csv(dns_channel, conf->resolvers)) != ARES_SUCCESS) {
-		fprintf(stderr, "egressd: resolvers %s: %s\n", conf->resolvers, ares_strerror(r));
+		log_startupx("resolvers %s: %s", conf->resolvers, ares_strerror(r));
 		ares_destroy(dns_channel);
 		return -1;
 	}

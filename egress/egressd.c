@@ -243,16 +243,16 @@ egressd_runtime_dir(const char *dir)
 	struct stat st;
 
 	if (mkdir(dir, 0755) == -1 && errno != EEXIST) {
-		fprintf(stderr, "egressd: runtime-dir %s: %s\n", dir, strerror(errno));
+		log_startupx("runtime-dir %s: %s", dir, strerror(errno));
 		return -1;
 	}
 	if (lstat(dir, &st) == -1 || !S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "egressd: runtime-dir %s is not a directory\n", dir);
+		log_startupx("runtime-dir %s is not a directory", dir);
 		return -1;
 	}
 	if (st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
-		fprintf(stderr, "egressd: runtime-dir %s must be owned by uid %u and not "
-		    "writable by group or others\n", dir, (unsigned)geteuid());
+		log_startupx("runtime-dir %s must be owned by uid %u and not "
+		    "writable by group or others", dir, (unsigned)geteuid());
 		return -1;
 	}
 	return 0;
@@ -264,16 +264,16 @@ egressd_drop_privileges(const char *user)
 	struct passwd *pw = getpwnam(user);
 
 	if (pw == NULL) {
-		fprintf(stderr, "egressd: user %s: no such user\n", user);
+		log_startupx("user %s: no such user", user);
 		return -1;
 	}
 	if (setgroups(1, &pw->pw_gid) == -1 || setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) == -1 ||
 	    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) == -1) {
-		fprintf(stderr, "egressd: dropping to %s: %s\n", user, strerror(errno));
+		log_startupx("dropping to %s: %s", user, strerror(errno));
 		return -1;
 	}
 	if (setuid(0) == 0 && pw->pw_uid != 0) {
-		fprintf(stderr, "egressd: privileges could be regained; refusing to run\n");
+		log_startupx("privileges could be regained; refusing to run");
 		return -1;
 	}
 	return 0;
@@ -327,7 +327,7 @@ main(int argc, char **argv)
 	egressd_conf = conf_current;
 	if (conf_current->policy_key != NULL) {
 		if (egress_key_load(conf_current->policy_key, &pkey, err, sizeof(err)) == -1) {
-			fprintf(stderr, "egressd: policy-key %s\n", err);
+			log_startupx("policy-key %s", err);
 			return 2;
 		}
 		egressd_policy_key = &pkey;
@@ -363,7 +363,7 @@ main(int argc, char **argv)
 			event_config_free(cfg);
 	}
 	if (egressd_base == NULL) {
-		fprintf(stderr, "egressd: libevent: no event base\n");
+		log_startupx("libevent: no event base");
 		return 1;
 	}
 	if (conf_current->signing_key != NULL &&
@@ -386,7 +386,7 @@ main(int argc, char **argv)
 		struct principal *p = principal_create(&spec, err, sizeof(err));
 
 		if (p == NULL) {
-			fprintf(stderr, "egressd: principal %s: %s\n", cp->name, err);
+			log_startupx("principal %s: %s", cp->name, err);
 			return 1;
 		}
 		p->from_conf = true;

@@ -340,7 +340,7 @@ metrics_listen(struct event_base *base, const char *spec)
 	    (bound = evhttp_bind_socket_with_handle(metrics_http, host, metrics_port)) == NULL ||
 	    (metrics_lev = evhttp_bound_socket_get_listener(bound)) == NULL ||
 	    egress_accept_pause_init(&metrics_pause) == -1) {
-		fprintf(stderr, "egressd: metrics-listen %s:%u: cannot listen\n", host,
+		log_startupx("metrics-listen %s:%u: cannot listen", host,
 		    (unsigned)metrics_port);
 		return -1;
 	}

@@ -342,12 +342,12 @@ priv_start(const char *runtime_dir, const char *receipts)
 	pid_t pid;
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
-		fprintf(stderr, "egressd: socketpair: %s\n", strerror(errno));
+		log_startupx("socketpair: %s", strerror(errno));
 		return -1;
 	}
 	fflush(NULL);
 	if ((pid = fork()) == -1) {
-		fprintf(stderr, "egressd: fork: %s\n", strerror(errno));
+		log_startupx("fork: %s", strerror(errno));
 		close(sv[0]);
 		close(sv[1]);
 		return -1;
@@ -369,7 +369,7 @@ priv_start(const char *runtime_dir, const char *receipts)
 		if (fd != -1)
 			close(fd);
 		if (n != (ssize_t)sizeof(r) || r.op != 0 || r.err != 0) {
-			fprintf(stderr, "egressd: the privileged helper did not start\n");
+			log_startupx("the privileged helper did not start");
 			priv_stop();
 			return -1;
 		}

@@ -187,7 +187,7 @@ receipt_signing_key(const char *path)
 	char err[512];
 
 	if ((receipt_signer = egress_ed25519_load(path, true, err, sizeof(err))) == NULL) {
-		fprintf(stderr, "egressd: signing-key %s\n", err);
+		log_startupx("signing-key %s", err);
 		return -1;
 	}
 	return 0;
@@ -328,7 +328,7 @@ receipt_open(const char *path, const char *keyfile, struct event_base *base)
 
 	if (keyfile != NULL) {
 		if (egress_key_load(keyfile, &receipt_key, err, sizeof(err)) == -1) {
-			fprintf(stderr, "egressd: receipt-key %s\n", err);
+			log_startupx("receipt-key %s", err);
 			json_decref(opens);
 			return -1;
 		}
@@ -336,13 +336,13 @@ receipt_open(const char *path, const char *keyfile, struct event_base *base)
 	}
 	fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd == -1) {
-		fprintf(stderr, "egressd: receipts %s: %s\n", path, strerror(errno));
+		log_startupx("receipts %s: %s", path, strerror(errno));
 		json_decref(opens);
 		return -1;
 	}
 	if ((fp = fdopen(dup(fd), "r")) == NULL || receipt_recover(fp, opens, &torn,
 	    &torn_len) == -1) {
-		fprintf(stderr, "egressd: receipts %s: cannot read\n", path);
+		log_startupx("receipts %s: cannot read", path);
 		if (fp)
 			fclose(fp);
 		close(fd);
