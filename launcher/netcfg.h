@@ -11,7 +11,9 @@
 #define NETCFG_CHAIN "transparent"
 /* egress-relay's transparent listener in the sandbox (REDIRECT goes to 127.0.0.1) */
 #define NETCFG_PORT 3129
-#define NETCFG_LISTEN "127.0.0.1:3129"
+#define NETCFG_STR_(x) #x
+#define NETCFG_STR(x) NETCFG_STR_(x)
+#define NETCFG_LISTEN "127.0.0.1:" NETCFG_STR(NETCFG_PORT)
 
 /*
  * In the current network namespace (fresh, lo up, with CAP_NET_ADMIN over it): every
