@@ -52,7 +52,6 @@ static TAILQ_HEAD(, ctl_client) ctl_clients = TAILQ_HEAD_INITIALIZER(ctl_clients
 static size_t ctl_nctl, ctl_nlease;     /* open connections on each socket */
 static int ctl_fd = -1, lease_fd = -1;
 static struct event *ctl_ev, *lease_ev;
-static char *ctl_path, *lease_path;
 static void ctl_listen_onoff(bool on, void *arg);
 /* Out of descriptors: the control and the lease listener pause (common/accept.c). */
 static struct egress_accept_pause ctl_pause = { .listen = ctl_listen_onoff };
@@ -168,7 +167,8 @@ ctl_principal_add(struct ctl_client *cl, json_t *req)
 	p = principal_create(&(struct principal_spec){ .name = name, .socket = path,
 	    .policy_file = policy, .has_owner = owner != NULL, .owner_uid = (uid_t)uid,
 	    .owner_gid = (gid_t)gid, .has_peer_uid = peer != NULL,
-	    .peer_uid = peer ? (uid_t)json_integer_value(peer) : 0 }, err, sizeof(err));
+	    .peer_uid = peer ? (uid_t)json_integer_value(peer) : 0, .lease = lease,
+	    .open_kind = MW_OPEN_PEER, .peer_fd = bufferevent_getfd(cl->bev) }, err, sizeof(err));
 	free(path);
 	if (p == NULL) {
 		ctl_error(cl, err);
@@ -222,8 +222,8 @@ ctl_lease(struct ctl_client *cl, json_t *req)
 	xasprintf(&path, "%s/%s", egressd_conf->policy_dir, name);
 	xasprintf(&sock, "%s/%s.sock", egressd_conf->runtime_dir, pname);
 	p = principal_create(&(struct principal_spec){ .name = pname, .socket = sock,
-	    .policy_file = path, .has_owner = true, .owner_uid = cl->uid, .owner_gid = cl->gid },
-	    err, sizeof(err));
+	    .policy_file = path, .has_owner = true, .owner_uid = cl->uid, .owner_gid = cl->gid,
+	    .lease = true, .open_kind = MW_OPEN_POLICY_DIR }, err, sizeof(err));
 	free(path);
 	free(sock);
 	if (p == NULL) {
@@ -450,7 +450,7 @@ ctl_refusal(bool lease_only, const struct ucred *cred)
 {
 	if (!lease_only) {
 		/* The control socket is for root and egressd's user. */
-		if (cred->uid != 0 && cred->uid != geteuid())
+		if (cred->uid != 0 && cred->uid != egressd_uid)
 			return "not-root";
 		return ctl_nctl >= EGRESSD_CTL_CLIENTS ? "slots-full" : NULL;
 	}
@@ -572,21 +572,16 @@ ctl_listen(const char *path, mode_t mode, gid_t gid, bool set_group)
 	return fd;
 }
 
+/*
+ * The monitor's half: the control socket and, with `lease`, the lease socket (mode 0660,
+ * the lease group's), created before the engine exists; *lease_fd is -1 without lease.
+ */
 int
-ctl_init(struct event_base *base, const char *path)
+ctl_sockets(const struct conf *conf, int *ctl, int *lease)
 {
-	const struct conf *conf = egressd_conf;
-
-	if ((ctl_fd = ctl_listen(path, 0600, 0, false)) == -1)
+	*lease = -1;
+	if ((*ctl = ctl_listen(conf->control, 0600, 0, false)) == -1)
 		return -1;
-	ctl_path = xstrdup(path);
-	ctl_pause.base = base;
-	if (egress_accept_pause_init(&ctl_pause) == -1) {
-		log_startupx("libevent: no timer");
-		return -1;
-	}
-	ctl_ev = event_new(base, ctl_fd, EV_READ | EV_PERSIST, ctl_accept_cb, NULL);
-	event_add(ctl_ev, NULL);
 	if (conf->lease != NULL) {
 		gid_t gid = 0;
 		bool set_group = false;
@@ -602,10 +597,27 @@ ctl_init(struct event_base *base, const char *path)
 			gid = gr->gr_gid;
 			set_group = true;
 		}
-		if ((lease_fd = ctl_listen(conf->lease, set_group ? 0660 : 0600, gid,
+		if ((*lease = ctl_listen(conf->lease, set_group ? 0660 : 0600, gid,
 		    set_group)) == -1)
 			return -1;
-		lease_path = xstrdup(conf->lease);
+	}
+	return 0;
+}
+
+/* The engine's half: serves the listeners the monitor made (lease_fd -1: none). */
+int
+ctl_init(struct event_base *base, int fd, int lfd)
+{
+	ctl_fd = fd;
+	ctl_pause.base = base;
+	if (egress_accept_pause_init(&ctl_pause) == -1) {
+		log_startupx("libevent: no timer");
+		return -1;
+	}
+	ctl_ev = event_new(base, ctl_fd, EV_READ | EV_PERSIST, ctl_accept_cb, NULL);
+	event_add(ctl_ev, NULL);
+	if (lfd != -1) {
+		lease_fd = lfd;
 		/* A non-NULL argument marks the lease socket. */
 		lease_ev = event_new(base, lease_fd, EV_READ | EV_PERSIST, ctl_accept_cb,
 		    &lease_fd);
@@ -625,21 +637,14 @@ ctl_shutdown(void)
 	if (ctl_ev != NULL)
 		event_free(ctl_ev);
 	ctl_ev = NULL;
-	if (ctl_fd != -1) {
+	/* The sockets are the monitor's: it removes them when egressd stops. */
+	if (ctl_fd != -1)
 		close(ctl_fd);
-		(void)priv_unlink(ctl_path, 0, 0);
-	}
 	ctl_fd = -1;
-	free(ctl_path);
-	ctl_path = NULL;
 	if (lease_ev != NULL)
 		event_free(lease_ev);
 	lease_ev = NULL;
-	if (lease_fd != -1) {
+	if (lease_fd != -1)
 		close(lease_fd);
-		(void)priv_unlink(lease_path, 0, 0);
-	}
 	lease_fd = -1;
-	free(lease_path);
-	lease_path = NULL;
 }

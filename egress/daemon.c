@@ -44,6 +44,18 @@ egressd_new_id(char out[24])
 struct policy *
 egressd_load_policy(const char *file, char *err, size_t errlen)
 {
+	return egressd_load_policy_as(file, MW_OPEN_CONF_FILE, -1, err, errlen);
+}
+
+/*
+ * Reads and loads a policy. The engine holds no policy-key: with one configured, the
+ * monitor checks the MAC (its verdict and words are those of policy_load with the key)
+ * and the engine then loads the same bytes without it.
+ */
+struct policy *
+egressd_load_policy_as(const char *file, enum mw_open_kind kind, int peer_fd, char *err,
+    size_t errlen)
+{
 	struct policy_diag d;
 	struct policy *p;
 	struct stat st;
@@ -51,7 +63,7 @@ egressd_load_policy(const char *file, char *err, size_t errlen)
 	ssize_t n;
 	int fd;
 
-	if ((fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) == -1) {
+	if ((fd = engine_open(file, kind, peer_fd)) == -1) {
 		snprintf(err, errlen, "policy %s: %s", file, strerror(errno));
 		return NULL;
 	}
@@ -63,11 +75,11 @@ egressd_load_policy(const char *file, char *err, size_t errlen)
 		return NULL;
 	}
 	buf = xmalloc((size_t)st.st_size + 1);
-	n = read(fd, buf, (size_t)st.st_size + 1);
-	close(fd);
+	n = pread(fd, buf, (size_t)st.st_size + 1, 0);
 	if (n < 0 || n > st.st_size) {
 		snprintf(err, errlen, "policy %s: changed while read", file);
 		free(buf);
+		close(fd);
 		return NULL;
 	}
 	p = policy_load(file, buf, (size_t)n, egressd_policy_key, &d);
@@ -75,6 +87,17 @@ egressd_load_policy(const char *file, char *err, size_t errlen)
 	if (p == NULL)
 		snprintf(err, errlen, "%s", d.nerrors ? d.errors[0] : "invalid policy");
 	policy_diag_free(&d);
+	if (p != NULL && egressd_policy_key == NULL && egressd_conf != NULL &&
+	    egressd_conf->policy_key != NULL) {
+		char digest[EGRESS_DIGEST_STRLEN];
+
+		policy_digest(p, digest);
+		if (engine_maccheck(fd, file, digest, err, errlen) != NULL) {
+			policy_free(p);
+			p = NULL;
+		}
+	}
+	close(fd);
 	return p;
 }
 

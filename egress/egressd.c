@@ -1,7 +1,9 @@
 /*
- * egressd: the network egress broker. Reads egressd.conf, creates the principal
- * listeners and the control socket, and serves until SIGTERM. Trusted host code: it
- * holds the receipt key, and it alone decides.
+ * egressd: the network egress broker. main() checks egressd.conf (-t) and becomes the
+ * monitor (monitor.c: keys, receipts file, sockets), which execs this program again as
+ * the engine (-E, below: frontends, decisions, DNS, relay, as an unprivileged user under
+ * an allow-list seccomp filter). The engine's signal handlers are here: SIGTERM drains,
+ * SIGHUP re-reads the principals of the file (the monitor forwards both).
  */
 #include "config.h"
 
@@ -22,40 +24,13 @@
 #include "egressd.h"
 
 static struct conf *conf_current;
-static struct event *ev_term, *ev_int, *ev_hup, *ev_usr1, *ev_grace, *ev_drain;
+static struct event *ev_term, *ev_int, *ev_hup, *ev_grace, *ev_drain;
 
 static void __attribute__((noreturn))
 usage(void)
 {
 	fprintf(stderr, "usage: egressd [-dt] -c FILE\n");
 	exit(2);
-}
-
-/*
- * systemd's readiness protocol (Type=notify): one datagram to $NOTIFY_SOCKET. Ten lines,
- * not worth a dependency on libsystemd.
- */
-static void
-egressd_notify(const char *state)
-{
-	const char *path = getenv("NOTIFY_SOCKET");
-	struct sockaddr_un sun;
-	socklen_t len;
-	int fd;
-
-	if (path == NULL || (path[0] != '/' && path[0] != '@') ||
-	    strlen(path) >= sizeof(sun.sun_path))
-		return;
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	memcpy(sun.sun_path, path, strlen(path));
-	if (path[0] == '@')
-		sun.sun_path[0] = '\0';          /* an abstract socket */
-	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(path));
-	if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1)
-		return;
-	sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sun, len);
-	close(fd);
 }
 
 static void
@@ -101,7 +76,6 @@ term_cb(evutil_socket_t sig, short what, void *arg)
 	if (egressd_stopping)
 		return;
 	egressd_stopping = true;
-	egressd_notify("STOPPING=1");
 	log_info("event=stopping signal=%d connections=%u grace_s=%u", (int)sig, conn_count(),
 	    egressd_conf->grace);
 	TAILQ_FOREACH(p, &principals, entry)
@@ -224,58 +198,114 @@ hup_cb(evutil_socket_t sig, short what, void *arg)
 	log_info("event=reload result=ok");
 }
 
-static void
-usr1_cb(evutil_socket_t sig, short what, void *arg)
-{
-	(void)sig;
-	(void)what;
-	(void)arg;
-	if (receipt_reopen() == -1)
-		log_error("event=receipts-reopen result=failed detail=\"still writing the old file\"");
-	else
-		log_info("event=receipts-reopen result=ok path=%s", egressd_conf->receipts);
-}
-
-/* runtime-dir: created 0755 if missing; refused if others could write into it. */
+/*
+ * The engine (egressd -E, exec'd by the monitor with the channel on fd 3): reads the
+ * configuration and its principals' policies, takes the monitor's listeners, drops to
+ * its user and serves until SIGTERM. Each loop turn ends with the turn's receipts
+ * acknowledged by the monitor (engine_flush), before any callback of the next turn.
+ */
 static int
-egressd_runtime_dir(const char *dir)
+engine_run(const char *file, bool debug)
 {
-	struct stat st;
+	sigset_t startup;
+	char err[512];
+	int ctl, lease, rc;
 
-	if (mkdir(dir, 0755) == -1 && errno != EEXIST) {
-		log_startupx("runtime-dir %s: %s", dir, strerror(errno));
-		return -1;
-	}
-	if (lstat(dir, &st) == -1 || !S_ISDIR(st.st_mode)) {
-		log_startupx("runtime-dir %s is not a directory", dir);
-		return -1;
-	}
-	if (st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
-		log_startupx("runtime-dir %s must be owned by uid %u and not "
-		    "writable by group or others", dir, (unsigned)geteuid());
-		return -1;
-	}
-	return 0;
-}
+	sigemptyset(&startup);
+	sigaddset(&startup, SIGTERM);
+	sigaddset(&startup, SIGINT);
+	sigaddset(&startup, SIGHUP);
+	sigprocmask(SIG_BLOCK, &startup, NULL);
+	/* Exec'd before the drop: the monitor's uid and gid, a principal's default owner. */
+	egressd_uid = geteuid();
+	egressd_gid = getegid();
+	if (engine_start() == -1)
+		return 1;
+	if ((conf_current = conf_load(file)) == NULL)
+		return 2;
+	egressd_conf = conf_current;
+	log_init("egressd", LOG_OUT_LOGFMT, conf_current->log_syslog, debug);
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGUSR1, SIG_IGN);       /* the monitor's: it owns the receipts file */
+	egressd_started = time(NULL);
+	{
+		/* The epoll changelist folds the add/del pairs of a relay into one epoll_ctl. */
+		struct event_config *cfg = event_config_new();
 
-static int
-egressd_drop_privileges(const char *user)
-{
-	struct passwd *pw = getpwnam(user);
+		if (cfg != NULL)
+			event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+		egressd_base = cfg != NULL ? event_base_new_with_config(cfg) : NULL;
+		if (cfg != NULL)
+			event_config_free(cfg);
+	}
+	if (egressd_base == NULL) {
+		log_startupx("libevent: no event base");
+		return 1;
+	}
+	if (dns_init(egressd_base, conf_current) == -1)
+		return 1;
+	ctl = engine_adopt_socket(ENGINE_ADOPT_CONTROL);
+	lease = engine_adopt_socket(ENGINE_ADOPT_LEASE);
+	if (ctl == -1 || ctl_init(egressd_base, ctl, lease) == -1)
+		return 1;
+	if (conf_current->metrics_listen != NULL &&
+	    metrics_listen(egressd_base, conf_current->metrics_listen,
+	    engine_adopt_socket(ENGINE_ADOPT_METRICS)) == -1)
+		return 1;
+	engine_adopt_principals();
+	for (size_t i = 0; i < conf_current->nprincipals; i++) {
+		struct conf_principal *cp = &conf_current->principals[i];
+		struct principal_spec spec = principal_spec_conf(cp);
+		struct principal *p;
 
-	if (pw == NULL) {
-		log_startupx("user %s: no such user", user);
-		return -1;
+		if (principal_find(cp->name) != NULL)
+			continue;       /* adopted: it outlived the engine before this one */
+		if ((p = principal_create(&spec, err, sizeof(err))) == NULL) {
+			log_startupx("principal %s: %s", cp->name, err);
+			return 1;
+		}
+		p->from_conf = true;
 	}
-	if (setgroups(1, &pw->pw_gid) == -1 || setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) == -1 ||
-	    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) == -1) {
-		log_startupx("dropping to %s: %s", user, strerror(errno));
-		return -1;
+	if (engine_drop(conf_current) == -1)
+		return 1;
+	conf_opener = engine_open_conf;
+	engine_confined = true;
+	ev_term = evsignal_new(egressd_base, SIGTERM, term_cb, NULL);
+	ev_int = evsignal_new(egressd_base, SIGINT, term_cb, NULL);
+	ev_hup = evsignal_new(egressd_base, SIGHUP, hup_cb, NULL);
+	event_add(ev_term, NULL);
+	event_add(ev_int, NULL);
+	event_add(ev_hup, NULL);
+	sigprocmask(SIG_UNBLOCK, &startup, NULL);
+	engine_ready();
+	log_info("event=started version=%s pid=%d principals=%zu control=%s receipts=%s",
+	    PACKAGE_VERSION, (int)getpid(), conf_current->nprincipals, conf_current->control,
+	    conf_current->receipts);
+	for (;;) {
+		rc = event_base_loop(egressd_base, EVLOOP_ONCE);
+		engine_flush();
+		if (rc != 0 || event_base_got_exit(egressd_base) ||
+		    event_base_got_break(egressd_base))
+			break;
 	}
-	if (setuid(0) == 0 && pw->pw_uid != 0) {
-		log_startupx("privileges could be regained; refusing to run");
-		return -1;
-	}
+
+	/* Stop: remaining principals and their tunnels get shutdown receipts. */
+	while (!TAILQ_EMPTY(&principals))
+		principal_remove(TAILQ_FIRST(&principals), "shutdown");
+	ctl_shutdown();
+	metrics_shutdown();
+	dns_shutdown();
+	engine_flush();
+	event_free(ev_term);
+	event_free(ev_int);
+	event_free(ev_hup);
+	if (ev_grace)
+		event_free(ev_grace);
+	if (ev_drain)
+		event_free(ev_drain);
+	event_base_free(egressd_base);
+	log_info("event=stopped");
+	conf_free(conf_current);
 	return 0;
 }
 
@@ -283,35 +313,23 @@ int
 main(int argc, char **argv)
 {
 	const char *file = NULL;
-	bool check = false, debug = false;
+	bool check = false, debug = false, engine = false;
 	struct egress_key pkey;
-	sigset_t startup;
 	char err[512];
-	int ch;
+	int ch, rc;
 
 	/* logfmt on stderr until the configuration names the log's place and level. */
 	log_init("egressd", LOG_OUT_LOGFMT, false, false);
-	/*
-	 * Until the handlers exist, SIGTERM, SIGINT, SIGHUP and SIGUSR1 wait (blocked) instead
-	 * of killing egressd halfway through start-up with its sockets created; they are
-	 * handled as soon as the loop can.
-	 */
-	sigemptyset(&startup);
-	sigaddset(&startup, SIGTERM);
-	sigaddset(&startup, SIGINT);
-	sigaddset(&startup, SIGHUP);
-	sigaddset(&startup, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &startup, NULL);
-	/* Recorded before anything can drop them: the default owner of every principal. */
-	egressd_uid = geteuid();
-	egressd_gid = getegid();
-	while ((ch = getopt(argc, argv, "c:dt")) != -1) {
+	while ((ch = getopt(argc, argv, "c:dEt")) != -1) {
 		switch (ch) {
 		case 'c':
 			file = optarg;
 			break;
 		case 'd':
 			debug = true;
+			break;
+		case 'E':
+			engine = true;
 			break;
 		case 't':
 			check = true;
@@ -320,8 +338,10 @@ main(int argc, char **argv)
 			usage();
 		}
 	}
-	if (file == NULL || optind != argc)
+	if (file == NULL || optind != argc || (engine && check))
 		usage();
+	if (engine)
+		return engine_run(file, debug);
 	if ((conf_current = conf_load(file)) == NULL)
 		return 2;
 	egressd_conf = conf_current;
@@ -348,89 +368,9 @@ main(int argc, char **argv)
 		printf("%s: configuration ok, %zu principals\n", file, conf_current->nprincipals);
 		return 0;
 	}
-	/* -d adds debug lines wherever the log goes (log stderr|syslog). */
-	log_init("egressd", LOG_OUT_LOGFMT, conf_current->log_syslog, debug);
-	signal(SIGPIPE, SIG_IGN);
-	egressd_started = time(NULL);
-	{
-		/* The epoll changelist folds the add/del pairs of a relay into one epoll_ctl. */
-		struct event_config *cfg = event_config_new();
-
-		if (cfg != NULL)
-			event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
-		egressd_base = cfg != NULL ? event_base_new_with_config(cfg) : NULL;
-		if (cfg != NULL)
-			event_config_free(cfg);
-	}
-	if (egressd_base == NULL) {
-		log_startupx("libevent: no event base");
-		return 1;
-	}
-	if (conf_current->signing_key != NULL &&
-	    receipt_signing_key(conf_current->signing_key) == -1)
-		return 1;
-	if (egressd_runtime_dir(conf_current->runtime_dir) == -1 ||
-	    receipt_open(conf_current->receipts, conf_current->receipt_key, egressd_base) == -1 ||
-	    dns_init(egressd_base, conf_current) == -1 ||
-	    ctl_init(egressd_base, conf_current->control) == -1)
-		return 1;
-	if (conf_current->syslog)
-		receipt_syslog(true);
-	receipt_set_rotate(conf_current->receipts_rotate);
-	if (conf_current->metrics_listen != NULL &&
-	    metrics_listen(egressd_base, conf_current->metrics_listen) == -1)
-		return 1;
-	for (size_t i = 0; i < conf_current->nprincipals; i++) {
-		struct conf_principal *cp = &conf_current->principals[i];
-		struct principal_spec spec = principal_spec_conf(cp);
-		struct principal *p = principal_create(&spec, err, sizeof(err));
-
-		if (p == NULL) {
-			log_startupx("principal %s: %s", cp->name, err);
-			return 1;
-		}
-		p->from_conf = true;
-	}
-	/* With `user`, a helper keeps root for socket ownership and receipt files (priv.c). */
-	if (conf_current->user != NULL &&
-	    (priv_start(conf_current->runtime_dir, conf_current->receipts) == -1 ||
-	    egressd_drop_privileges(conf_current->user) == -1))
-		return 1;
-	ev_term = evsignal_new(egressd_base, SIGTERM, term_cb, NULL);
-	ev_int = evsignal_new(egressd_base, SIGINT, term_cb, NULL);
-	ev_hup = evsignal_new(egressd_base, SIGHUP, hup_cb, NULL);
-	ev_usr1 = evsignal_new(egressd_base, SIGUSR1, usr1_cb, NULL);
-	event_add(ev_term, NULL);
-	event_add(ev_int, NULL);
-	event_add(ev_hup, NULL);
-	event_add(ev_usr1, NULL);
-	sigprocmask(SIG_UNBLOCK, &startup, NULL);
-	egressd_notify("READY=1");
-	log_info("event=started version=%s pid=%d principals=%zu control=%s receipts=%s",
-	    PACKAGE_VERSION, (int)getpid(), conf_current->nprincipals, conf_current->control,
-	    conf_current->receipts);
-	event_base_dispatch(egressd_base);
-
-	/* Stop: remaining principals and their tunnels get shutdown receipts. */
-	while (!TAILQ_EMPTY(&principals))
-		principal_remove(TAILQ_FIRST(&principals), "shutdown");
-	ctl_shutdown();
-	metrics_shutdown();
-	dns_shutdown();
-	receipt_close();
-	priv_stop();
-	event_free(ev_term);
-	event_free(ev_int);
-	event_free(ev_hup);
-	event_free(ev_usr1);
-	if (ev_grace)
-		event_free(ev_grace);
-	if (ev_drain)
-		event_free(ev_drain);
-	event_base_free(egressd_base);
+	/* The monitor owns the configuration from here (SIGHUP replaces it). */
+	rc = monitor_main(conf_current, file, debug);
 	if (egressd_policy_key != NULL)
 		egress_key_clear(&pkey);
-	log_info("event=stopped");
-	conf_free(conf_current);
-	return 0;
+	return rc;
 }

@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 #include <sys/queue.h>
+#include <sys/stat.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -24,6 +25,7 @@
 #include "native.h"
 #include "socks.h"
 #include "synth.h"
+#include "monwire.h"
 
 #define EGRESSD_MAX_NAT64 16
 #define EGRESSD_MAX_PRINCIPALS 4096
@@ -97,6 +99,8 @@ struct conf {
 
 /* Parses FILE; NULL with every error printed (file:line:column) to stderr. */
 struct conf *conf_load(const char *file);
+/* When set, conf_load opens its file with this (returns an fd, or -1 with errno). */
+extern int (*conf_opener)(const char *path);
 void conf_free(struct conf *c);
 /* Valid principal name: 1..EGRESSD_NAME_MAX of [A-Za-z0-9._-], not starting with '.'. */
 bool conf_valid_name(const char *name);
@@ -109,8 +113,13 @@ bool conf_inside(const char *dir, const char *path);
 
 /* Opens (creates 0600) the file, repairs a torn tail, closes opens left by a crash. */
 int receipt_open(const char *path, const char *keyfile, struct event_base *base);
-/* Writes one record to the kernel before returning; fsync is batched. */
+/*
+ * The engine: queues one record for the monitor; engine_flush sends the loop turn's
+ * batch and returns when the monitor has written it to the kernel (fsync is batched).
+ */
 int receipt_write(const struct receipt *r);
+/* The monitor: writes one record to the kernel before returning. */
+int receipt_record(const struct receipt *r);
 void receipt_flush(void);
 /* Also send each receipt line to syslog(3) (LOG_INFO, facility daemon). */
 void receipt_syslog(bool on);
@@ -124,7 +133,9 @@ int receipt_reopen(void);
 /* Rotates by itself past this many bytes (receipts-rotate); 0 turns it off. */
 void receipt_set_rotate(uint64_t bytes);
 void receipt_close(void);
+/* The seq of the last line written: the monitor's, or the engine's last acknowledged. */
 uint64_t receipt_seq(void);
+uint64_t receipt_file_seq(void);
 
 /* --- dns.c ------------------------------------------------------------------------ */
 
@@ -256,6 +267,17 @@ struct principal_spec {
 	gid_t owner_gid;
 	bool has_peer_uid;           /* SO_PEERCRED must say peer_uid */
 	uid_t peer_uid;
+	bool lease;                  /* lives as long as a control connection */
+	bool from_conf;
+	/* How the confined engine has the policy file opened (engine_open). */
+	enum mw_open_kind open_kind;
+	int peer_fd;                 /* MW_OPEN_PEER: the control client's connection */
+	/* Adopted from the monitor after an engine restart: the listener it keeps. */
+	bool adopted;
+	int adopt_fd;
+	dev_t adopt_dev;
+	ino_t adopt_ino;
+	const char *adopt_digest;    /* the policy's digest when it was added */
 };
 /* The spec of a principal line of egressd.conf. */
 struct principal_spec principal_spec_conf(const struct conf_principal *cp);
@@ -300,14 +322,16 @@ size_t conn_count_principal(const struct principal *p);
 /* The Prometheus text exposition of egressd's counters; caller frees. */
 char *metrics_text(size_t *len);
 /* metrics-listen: serves GET /metrics over HTTP (libevent's evhttp). */
-int metrics_listen(struct event_base *base, const char *spec);
+int metrics_socket(const char *spec);
+int metrics_listen(struct event_base *base, const char *spec, int fd);
 void metrics_shutdown(void);
 /* True when a is the address metrics-listen is bound to (egressd never connects there). */
 bool metrics_is_own(const struct addr *a, uint16_t port);
 
 /* --- control.c -------------------------------------------------------------------- */
 
-int ctl_init(struct event_base *base, const char *path);
+int ctl_sockets(const struct conf *conf, int *ctl, int *lease);
+int ctl_init(struct event_base *base, int ctl_fd, int lease_fd);
 void ctl_shutdown(void);
 /* A lease holder went away: called by principal_remove to detach. */
 void ctl_lease_lost(struct ctl_client *cl, struct principal *p);
@@ -333,21 +357,55 @@ extern uid_t egressd_uid;
 extern gid_t egressd_gid;
 /* Reads and loads a policy file (with the policy key when configured). */
 struct policy *egressd_load_policy(const char *file, char *err, size_t errlen);
+/* The same, opened as kind says once the engine is confined (engine_open). */
+struct policy *egressd_load_policy_as(const char *file, enum mw_open_kind kind, int peer_fd,
+    char *err, size_t errlen);
 /* A fresh connection id "c-<hex>". */
 void egressd_new_id(char out[24]);
 
-/* priv.c: what needs root once egressd runs as `user` (a helper process does it then). */
-int priv_start(const char *runtime_dir, const char *receipts);
-void priv_stop(void);
-bool priv_separated(void);
+/* priv.c: what the monitor does with root's rights (monitor.c calls them). */
+#define PRIV_MAX_SOCKETS 4096          /* principal sockets the monitor keeps at once */
 bool priv_name_ok(const char *text, size_t cap);
-/* An AF_UNIX listener at path (directly inside runtime-dir), mode 0600, owned by uid:gid;
- * its device and inode. -1 with errno. */
-int priv_listen(const char *path, uid_t uid, gid_t gid, dev_t *dev, ino_t *ino);
+int priv_caps(void);
+/* An AF_UNIX listener at path, mode 0600, owned by uid:gid; *st its lstat. -1 with errno. */
+int priv_do_listen(const char *path, uid_t uid, gid_t gid, struct stat *st);
 /* Removes path if it is a socket, and that one when dev/ino are not both 0. */
-int priv_unlink(const char *path, dev_t dev, ino_t ino);
+int priv_do_unlink(const char *path, uint64_t dev, uint64_t ino);
 /* The receipts file opened for appending; rotate renames it to old first. -1 with errno. */
-int priv_receipts_open(const char *path);
-int priv_receipts_rotate(const char *path, char *old, size_t oldlen);
+int priv_do_receipts_open(const char *path);
+int priv_do_receipts_rotate(const char *path, char *old, size_t oldlen);
+
+/* --- engine.c: the engine's side of the channel to the monitor ------------------------- */
+
+/* True once the engine has dropped its rights: files come only from the monitor then. */
+extern bool engine_confined;
+/* An AF_UNIX listener for principal p's spec, made by the monitor; -1 with errno. */
+struct principal_spec;
+int priv_listen(const struct principal_spec *spec, const char *digest, uid_t uid, gid_t gid,
+    dev_t *dev, ino_t *ino);
+/* The principal is gone: the monitor removes its socket (that one, by dev/ino). */
+int priv_unlink(const char *name, dev_t dev, ino_t ino);
+/* Opens a file to read: itself before confinement, else asks the monitor (kind). */
+int engine_open(const char *path, enum mw_open_kind kind, int peer_fd);
+/* egressd.conf itself (conf_opener once confined). */
+int engine_open_conf(const char *path);
+/* policy-key: the monitor's verdict on the policy in fd (NULL: its MAC is good). */
+const char *engine_maccheck(int fd, const char *path, const char *digest, char *err,
+    size_t errlen);
+/* The receipts of this loop turn to the monitor, back when they are in the kernel. */
+void engine_flush(void);
+int engine_start(void);
+int engine_adopt_socket(uint32_t kind);
+void engine_adopt_principals(void);
+int engine_drop(const struct conf *conf);
+void engine_ready(void);
+/* MW_ADOPT kinds besides principals (0). */
+#define ENGINE_ADOPT_CONTROL 1
+#define ENGINE_ADOPT_LEASE 2
+#define ENGINE_ADOPT_METRICS 3
+
+/* --- monitor.c ------------------------------------------------------------------------ */
+
+int monitor_main(struct conf *conf, const char *file, bool debug);
 
 #endif

@@ -319,29 +319,68 @@ metrics_accept_error_cb(struct evconnlistener *lev, void *arg)
 		log_warnx("event=accept-error listener=metrics error=%s", strerror(e));
 }
 
+/* The monitor's half: the listening TCP socket of metrics-listen ADDR:PORT. */
 int
-metrics_listen(struct event_base *base, const char *spec)
+metrics_socket(const char *spec)
+{
+	struct egress_hostport hp;
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	struct addr a;
+	int fd, on = 1;
+	uint16_t port;
+
+	if (egress_hostport_split(spec, strlen(spec), &hp) == -1 ||
+	    addr_parse(hp.host, hp.hostlen, &a) == -1) {
+		log_startupx("metrics-listen %s: not ADDR:PORT", spec);
+		return -1;
+	}
+	port = (uint16_t)atoi(hp.port);
+	memset(&ss, 0, sizeof(ss));
+	if (a.family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		memcpy(&sin->sin_addr, a.b, 4);
+		sl = sizeof(*sin);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(port);
+		memcpy(&sin6->sin6_addr, a.b, 16);
+		sl = sizeof(*sin6);
+	}
+	if ((fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) == -1 ||
+	    bind(fd, (struct sockaddr *)&ss, sl) == -1 || listen(fd, 128) == -1) {
+		log_startupx("metrics-listen %s: cannot listen: %s", spec, strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The engine's half: serves GET /metrics on the monitor's socket fd. */
+int
+metrics_listen(struct event_base *base, const char *spec, int fd)
 {
 	struct evhttp_bound_socket *bound;
-
 	struct egress_hostport hp;
-	char host[EGRESS_ADDRSTRLEN + 2];
 
-	if (egress_hostport_split(spec, strlen(spec), &hp) == -1)
+	if (egress_hostport_split(spec, strlen(spec), &hp) == -1 ||
+	    addr_parse(hp.host, hp.hostlen, &metrics_addr) == -1)
 		return -1;
-	if (hp.hostlen >= sizeof(host) || addr_parse(hp.host, hp.hostlen, &metrics_addr) == -1)
-		return -1;
-	memcpy(host, hp.host, hp.hostlen);
-	host[hp.hostlen] = '\0';
 	metrics_port = (uint16_t)atoi(hp.port);
 	metrics_own_init();
 	metrics_pause.base = base;
 	if ((metrics_http = evhttp_new(base)) == NULL ||
-	    (bound = evhttp_bind_socket_with_handle(metrics_http, host, metrics_port)) == NULL ||
+	    (bound = evhttp_accept_socket_with_handle(metrics_http, fd)) == NULL ||
 	    (metrics_lev = evhttp_bound_socket_get_listener(bound)) == NULL ||
 	    egress_accept_pause_init(&metrics_pause) == -1) {
-		log_startupx("metrics-listen %s:%u: cannot listen", host,
-		    (unsigned)metrics_port);
+		log_startupx("metrics-listen %s: cannot listen", spec);
 		return -1;
 	}
 	evconnlistener_set_error_cb(metrics_lev, metrics_accept_error_cb);

@@ -96,6 +96,8 @@ principal_spec_conf(const struct conf_principal *cp)
 		.owner_gid = cp->owner_gid,
 		.has_peer_uid = cp->has_peer_uid,
 		.peer_uid = cp->peer_uid,
+		.from_conf = true,
+		.open_kind = MW_OPEN_CONF_FILE,
 	};
 }
 
@@ -121,7 +123,8 @@ principal_create(const struct principal_spec *spec, char *err, size_t errlen)
 		snprintf(err, errlen, "no memory");
 		return NULL;
 	}
-	if ((pol = egressd_load_policy(policy_file, err, errlen)) == NULL)
+	if ((pol = egressd_load_policy_as(policy_file, spec->open_kind, spec->peer_fd, err,
+	    errlen)) == NULL)
 		return NULL;
 	p = xcalloc(1, sizeof(*p));
 	snprintf(p->name, sizeof(p->name), "%s", name);
@@ -129,6 +132,15 @@ principal_create(const struct principal_spec *spec, char *err, size_t errlen)
 	p->policy_file = xstrdup(policy_file);
 	p->policy = pol;
 	policy_digest(pol, p->digest);
+	if (spec->adopt_digest != NULL && strcmp(spec->adopt_digest, p->digest) != 0) {
+		snprintf(err, errlen, "policy %s changed while the engine restarted (was %s, is "
+		    "%s): the principal is removed", policy_file, spec->adopt_digest, p->digest);
+		policy_free(pol);
+		free(p->socket);
+		free(p->policy_file);
+		free(p);
+		return NULL;
+	}
 	/* Not geteuid(): after the drop to `user` that is no longer egressd's own. */
 	p->owner_uid = spec->has_owner ? spec->owner_uid : egressd_uid;
 	p->owner_gid = spec->has_owner ? spec->owner_gid : egressd_gid;
@@ -136,7 +148,13 @@ principal_create(const struct principal_spec *spec, char *err, size_t errlen)
 	p->peer_uid = spec->peer_uid;
 	TAILQ_INIT(&p->pins);
 	TAILQ_INIT(&p->conns);
-	p->fd = priv_listen(socket_path, p->owner_uid, p->owner_gid, &p->dev, &p->ino);
+	if (spec->adopted) {
+		p->fd = spec->adopt_fd;
+		p->dev = spec->adopt_dev;
+		p->ino = spec->adopt_ino;
+	} else {
+		p->fd = priv_listen(spec, p->digest, p->owner_uid, p->owner_gid, &p->dev, &p->ino);
+	}
 	if (p->fd == -1) {
 		snprintf(err, errlen, "%s: %s", socket_path, errno == EEXIST ?
 		    "exists and is not a socket" : strerror(errno));
@@ -167,7 +185,7 @@ principal_remove(struct principal *p, const char *why)
 	TAILQ_REMOVE(&principals, p, entry);
 	event_free(p->ev_accept);
 	/* Unlink only what is still our socket: never a file someone put in its place. */
-	(void)priv_unlink(p->socket, p->dev, p->ino);
+	(void)priv_unlink(p->name, p->dev, p->ino);
 	close(p->fd);
 	while ((c = TAILQ_FIRST(&p->conns)) != NULL)
 		conn_abort(c, EGRESS_SHUTDOWN, "shutdown");

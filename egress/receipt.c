@@ -58,7 +58,7 @@ receipt_reopen(void)
 
 	if (receipt_path == NULL)
 		return -1;
-	if ((fd = priv_receipts_open(receipt_path)) == -1) {
+	if ((fd = priv_do_receipts_open(receipt_path)) == -1) {
 		log_error_errno("event=receipts-reopen path=%s", receipt_path);
 		return -1;
 	}
@@ -81,7 +81,7 @@ receipt_rotate_if_due(void)
 		return;
 	receipt_flush();
 	if (fdatasync(receipt_fd) == -1 ||
-	    (fd = priv_receipts_rotate(receipt_path, old, sizeof(old))) == -1) {
+	    (fd = priv_do_receipts_rotate(receipt_path, old, sizeof(old))) == -1) {
 		log_error_errno("event=receipts-rotate path=%s", receipt_path);
 		return;
 	}
@@ -104,7 +104,7 @@ static struct event *receipt_ckpt_ev;
 static void receipt_checkpoint(const char *detail);
 
 uint64_t
-receipt_seq(void)
+receipt_file_seq(void)
 {
 	return receipt_next_seq - 1;
 }
@@ -212,7 +212,7 @@ receipt_checkpoint(const char *detail)
 	 * tail, whatever the timing of the last periodic one.
 	 */
 	if (receipt_signer == NULL || receipt_fd == -1 ||
-	    (detail == NULL && receipt_seq() == receipt_signed_seq))
+	    (detail == NULL && receipt_file_seq() == receipt_signed_seq))
 		return;
 	memcpy(head, receipt_prev, sizeof(head));
 	if (rcpt_checkpoint_msg(receipt_next_seq, head, msg, &msglen) == -1 ||
@@ -228,12 +228,12 @@ receipt_checkpoint(const char *detail)
 	r.detail = detail;
 	r.head = head;
 	r.sig = sig;
-	if (receipt_write(&r) == 0)
-		receipt_signed_seq = receipt_seq();
+	if (receipt_record(&r) == 0)
+		receipt_signed_seq = receipt_file_seq();
 }
 
 int
-receipt_write(const struct receipt *r)
+receipt_record(const struct receipt *r)
 {
 	struct rcpt_line b;
 	char now[32];
@@ -366,7 +366,7 @@ receipt_open(const char *path, const char *keyfile, struct event_base *base)
 		r.bytes_up = r.bytes_down = r.duration_ms = -1;
 		snprintf(detail, sizeof(detail), "torn-line bytes=%zu", torn_len);
 		r.detail = detail;
-		if (receipt_write(&r) == -1)
+		if (receipt_record(&r) == -1)
 			return -1;
 		log_warnx("event=receipt-repair detail=\"torn last line of %zu bytes\"", torn_len);
 	}
@@ -387,7 +387,7 @@ receipt_open(const char *path, const char *keyfile, struct event_base *base)
 		r.reason = EGRESS_ALLOWED;
 		r.close = "daemon-restart";
 		r.bytes_up = r.bytes_down = r.duration_ms = -1;
-		if (receipt_write(&r) == -1)
+		if (receipt_record(&r) == -1)
 			break;
 		closed++;
 	}

@@ -1,0 +1,368 @@
+/*
+ * engine.c: egressd's engine, the process that parses the network (frontends, policy
+ * decisions, DNS, connect, SNI guard, relay, quotas), and its side of the channel to the
+ * monitor (monitor.c, proto/monwire.h). The monitor execs it with the channel on fd 3;
+ * it reads its configuration and the policies of its principals while it still has the
+ * rights it was started with and before any network byte, takes the listeners the
+ * monitor keeps, then drops to its user (no capabilities, no_new_privs) and serves.
+ *
+ * It holds no key: receipts go to the monitor in batches, one per event-loop turn, and a
+ * turn ends only when the monitor has acknowledged that its batch is in the kernel, so
+ * no connection takes its next step (bytes move only in a later turn) before its record
+ * is written. Files it needs once confined (a lease's policy, a principal added by the
+ * control socket, the configuration on SIGHUP) are opened by the monitor, which decides
+ * whether the engine may have them. Trusts the monitor; the monitor trusts it for
+ * nothing it can check.
+ */
+#include "config.h"
+
+#include <sys/prctl.h>
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "egressd.h"
+#include "fdpass.h"
+
+#define ENGINE_CHANNEL 3
+
+bool engine_confined;
+static int eng_chan = -1;
+static uint8_t eng_buf[MW_BATCH_MAX];
+static struct mw_writer eng_w;
+static uint64_t eng_first = 1;          /* the engine's number of the batch's first record */
+static uint64_t eng_file_seq;           /* the file's seq after the last acknowledged batch */
+
+static _Noreturn void
+engine_lost(const char *what)
+{
+	/* The monitor is gone (or spoke out of turn): nothing can be recorded any more. */
+	log_error("event=engine-exit detail=\"%s\"", what);
+	_exit(1);
+}
+
+uint64_t
+receipt_seq(void)
+{
+	return eng_file_seq;
+}
+
+void
+engine_flush(void)
+{
+	struct mw_head ack;
+	unsigned count = eng_w.count;
+	size_t len;
+	ssize_t n;
+
+	if (count == 0 || eng_chan == -1)
+		return;
+	len = mw_batch_end(&eng_w, eng_first);
+	if (egress_fdpass_send(eng_chan, eng_buf, len, -1, -1) != (ssize_t)len)
+		engine_lost("cannot send receipts to the monitor");
+	do
+		n = recv(eng_chan, &ack, sizeof(ack), 0);
+	while (n == -1 && errno == EINTR);
+	if (n != (ssize_t)sizeof(ack) || ack.magic != MW_MAGIC || ack.type != MW_ACK ||
+	    ack.seq != eng_first + count - 1)
+		engine_lost("no acknowledgement of a receipt batch");
+	eng_file_seq = ack.file_seq;
+	eng_first += count;
+	mw_batch_begin(&eng_w, eng_buf, sizeof(eng_buf));
+}
+
+int
+receipt_write(const struct receipt *r)
+{
+	if (eng_chan == -1)
+		return -1;
+	if (mw_batch_add(&eng_w, r) == 0)
+		return 0;
+	/* Full: this batch goes now (still before the connection's next step). */
+	engine_flush();
+	if (mw_batch_add(&eng_w, r) == 0)
+		return 0;
+	log_error("event=receipt-overflow id=%s", r->id ? r->id : "-");
+	return -1;
+}
+
+/* One request and its answer; the turn's receipts go first, so that order holds. */
+static int
+engine_call(struct mw_req *q, int fd_in, int *fd_out)
+{
+	struct mw_req *r = xmalloc(sizeof(*r));
+	int fd = -1, nfds, truncated;
+	ssize_t n;
+
+	engine_flush();
+	q->h.magic = MW_MAGIC;
+	q->h.type = MW_REQ;
+	if (egress_fdpass_send(eng_chan, q, sizeof(*q), fd_in, -1) != (ssize_t)sizeof(*q))
+		engine_lost("cannot reach the monitor");
+	n = egress_fdpass_recv(eng_chan, r, sizeof(*r), &fd, &nfds, &truncated, 0);
+	if (n != (ssize_t)sizeof(*r) || truncated || r->h.magic != MW_MAGIC ||
+	    r->h.type != MW_REQ || r->op != q->op)
+		engine_lost("the monitor's answer is not one");
+	memcpy(q, r, sizeof(*q));
+	free(r);
+	if (fd_out != NULL)
+		*fd_out = fd;
+	else if (fd != -1)
+		close(fd);
+	if (q->err != 0) {
+		if (fd_out != NULL && *fd_out != -1) {
+			close(*fd_out);
+			*fd_out = -1;
+		}
+		errno = q->err;
+		return -1;
+	}
+	return 0;
+}
+
+static struct mw_req *
+engine_req(enum mw_op op)
+{
+	struct mw_req *q = xcalloc(1, sizeof(*q));
+
+	q->op = op;
+	return q;
+}
+
+int
+priv_listen(const struct principal_spec *spec, const char *digest, uid_t uid, gid_t gid,
+    dev_t *dev, ino_t *ino)
+{
+	struct mw_req *q = engine_req(MW_LISTEN);
+	int fd = -1, e;
+
+	snprintf(q->name, sizeof(q->name), "%s", spec->name);
+	snprintf(q->path, sizeof(q->path), "%s", spec->socket);
+	snprintf(q->policy, sizeof(q->policy), "%s", spec->policy_file);
+	snprintf(q->digest, sizeof(q->digest), "%s", digest);
+	q->uid = (uint32_t)uid;
+	q->gid = (uint32_t)gid;
+	q->peer_uid = (uint32_t)spec->peer_uid;
+	q->flags = (spec->from_conf ? MW_F_FROM_CONF : 0) | (spec->lease ? MW_F_LEASE : 0) |
+	    (spec->has_owner ? MW_F_OWNER : 0) | (spec->has_peer_uid ? MW_F_PEER_UID : 0);
+	if (engine_call(q, -1, &fd) == 0 && fd == -1) {
+		q->err = EPROTO;
+		errno = EPROTO;
+	}
+	e = errno;
+	if (q->err == 0) {
+		*dev = (dev_t)q->dev;
+		*ino = (ino_t)q->ino;
+	}
+	free(q);
+	errno = e;
+	return fd;
+}
+
+int
+priv_unlink(const char *name, dev_t dev, ino_t ino)
+{
+	struct mw_req *q = engine_req(MW_UNLINK);
+	int rc;
+
+	snprintf(q->name, sizeof(q->name), "%s", name);
+	q->dev = (uint64_t)dev;
+	q->ino = (uint64_t)ino;
+	rc = engine_call(q, -1, NULL);
+	free(q);
+	return rc;
+}
+
+int
+engine_open(const char *path, enum mw_open_kind kind, int peer_fd)
+{
+	struct mw_req *q;
+	int fd = -1, e;
+
+	if (!engine_confined)
+		return open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	q = engine_req(MW_OPEN);
+	q->kind = (uint32_t)kind;
+	if (strlen(path) >= sizeof(q->path)) {
+		free(q);
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	snprintf(q->path, sizeof(q->path), "%s", path);
+	if (engine_call(q, kind == MW_OPEN_PEER ? peer_fd : -1, &fd) == 0 && fd == -1)
+		errno = EPROTO;
+	e = errno;
+	free(q);
+	errno = e;
+	return fd;
+}
+
+int
+engine_open_conf(const char *path)
+{
+	return engine_open(path, MW_OPEN_CONF, -1);
+}
+
+const char *
+engine_maccheck(int fd, const char *path, const char *digest, char *err, size_t errlen)
+{
+	struct mw_req *q = engine_req(MW_MACCHECK);
+	const char *res = NULL;
+
+	snprintf(q->path, sizeof(q->path), "%s", path);
+	snprintf(q->digest, sizeof(q->digest), "%s", digest);
+	if (engine_call(q, fd, NULL) == -1) {
+		/* The monitor's words when it has them (the policy parser's, with the key). */
+		snprintf(err, errlen, "%s", q->policy[0] ? q->policy : strerror(q->err));
+		res = err;
+	}
+	free(q);
+	return res;
+}
+
+/* --- start ----------------------------------------------------------------------------- */
+
+/* The listeners the monitor keeps: control, lease, metrics, then each principal. */
+int
+engine_adopt_socket(uint32_t kind)
+{
+	struct mw_req *q = engine_req(MW_ADOPT);
+	int fd = -1;
+
+	q->kind = kind;
+	if (engine_call(q, -1, &fd) == -1)
+		fd = -1;
+	free(q);
+	return fd;
+}
+
+/*
+ * Principals that outlived an engine (added by the control socket or egressd.conf): the
+ * same listener, the same device and inode; the policy is read again and must have the
+ * digest it had when it was added (else the principal is removed: fail closed).
+ */
+void
+engine_adopt_principals(void)
+{
+	for (uint64_t i = 0;; i++) {
+		struct mw_req *q = engine_req(MW_ADOPT);
+		struct principal_spec spec;
+		struct principal *p;
+		char err[512];
+		int fd = -1;
+
+		q->kind = 0;
+		q->h.seq = i;
+		if (engine_call(q, -1, &fd) == -1 || (q->flags & MW_F_LAST)) {
+			free(q);
+			return;
+		}
+		memset(&spec, 0, sizeof(spec));
+		spec.name = q->name;
+		spec.socket = q->path;
+		spec.policy_file = q->policy;
+		spec.has_owner = (q->flags & MW_F_OWNER) != 0;
+		spec.owner_uid = (uid_t)q->uid;
+		spec.owner_gid = (gid_t)q->gid;
+		spec.has_peer_uid = (q->flags & MW_F_PEER_UID) != 0;
+		spec.peer_uid = (uid_t)q->peer_uid;
+		spec.from_conf = (q->flags & MW_F_FROM_CONF) != 0;
+		spec.open_kind = MW_OPEN_CONF_FILE;
+		spec.peer_fd = -1;
+		spec.adopted = true;
+		spec.adopt_fd = fd;
+		spec.adopt_dev = (dev_t)q->dev;
+		spec.adopt_ino = (ino_t)q->ino;
+		spec.adopt_digest = q->digest;
+		if ((p = principal_create(&spec, err, sizeof(err))) == NULL) {
+			log_error("event=principal-adopt principal=%s error=\"%s\"", q->name, err);
+			close(fd);
+			(void)priv_unlink(q->name, (dev_t)q->dev, (ino_t)q->ino);
+		} else {
+			p->from_conf = spec.from_conf;
+			log_info("event=principal-adopt principal=%s socket=%s", p->name, p->socket);
+		}
+		free(q);
+	}
+}
+
+/* The engine's user: `user`, else nobody when started as root; else stays as it is. */
+int
+engine_drop(const struct conf *conf)
+{
+	struct passwd *pw;
+	uid_t uid = 65534;
+	gid_t gid = 65534;
+
+	if (geteuid() == 0) {
+		const char *user = conf->user != NULL ? conf->user : "nobody";
+
+		if ((pw = getpwnam(user)) != NULL) {
+			uid = pw->pw_uid;
+			gid = pw->pw_gid;
+		} else if (conf->user != NULL) {
+			log_startupx("user %s: no such user", user);
+			return -1;
+		}
+		if (uid == 0) {
+			log_startupx("user %s is root: the engine must not be", user);
+			return -1;
+		}
+		if (setgroups(1, &gid) == -1 || setresgid(gid, gid, gid) == -1 ||
+		    setresuid(uid, uid, uid) == -1) {
+			log_startupx("dropping to %s: %s", user, strerror(errno));
+			return -1;
+		}
+		if (setuid(0) == 0) {
+			log_startupx("privileges could be regained; refusing to run");
+			return -1;
+		}
+	}
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1) {
+		log_startupx("prctl: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* The channel is fd 3 (the monitor's exec); -1 when it is not a socket. */
+int
+engine_start(void)
+{
+	int type;
+	socklen_t len = sizeof(type);
+
+	if (getsockopt(ENGINE_CHANNEL, SOL_SOCKET, SO_TYPE, &type, &len) == -1 ||
+	    type != SOCK_SEQPACKET) {
+		log_startupx("no channel to the monitor on fd %d (egressd -E is started by egressd)",
+		    ENGINE_CHANNEL);
+		return -1;
+	}
+	eng_chan = ENGINE_CHANNEL;
+	/* The monitor's death ends the engine too, even one stuck in a loop. */
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (getppid() == 1)
+		return -1;
+	mw_batch_begin(&eng_w, eng_buf, sizeof(eng_buf));
+	(void)prctl(PR_SET_NAME, "egressd-engine", 0, 0, 0);
+	return 0;
+}
+
+/* Serving: the monitor may announce it (READY=1 to systemd). */
+void
+engine_ready(void)
+{
+	struct mw_req *q = engine_req(MW_READY);
+
+	if (engine_call(q, -1, NULL) == -1)
+		engine_lost("the monitor refused the engine");
+	free(q);
+}
