@@ -19,6 +19,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
 #include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -280,6 +282,78 @@ ctl_summary(struct ctl_client *cl, json_t *req)
 	    (json_int_t)conn_count_principal(p), "destinations", arr, "dropped", (json_int_t)p->tally_dropped));
 }
 
+#ifdef EGRESS_TEST_VERBS
+/*
+ * {"verb":"debug","what":W}, built only with --enable-debug, for the tests of the
+ * engine's confinement (tests/e2e/engine.sh):
+ *   open-keys   the engine tries to open each key file of its configuration and says
+ *               what open(2) answered (it must never be a descriptor)
+ *   forge       the engine sends receipts the monitor must refuse: a close without its
+ *               open, an open of a principal it never made, an open twice, a
+ *               daemon-restart close of its own
+ *   syscall     the engine makes a system call its seccomp filter does not allow
+ */
+static void
+ctl_debug(struct ctl_client *cl, json_t *req)
+{
+	const char *what = json_string_value(json_object_get(req, "what"));
+	const struct conf *c = egressd_conf;
+
+	if (what != NULL && strcmp(what, "open-keys") == 0) {
+		const char *keys[3] = { c->receipt_key, c->signing_key, c->policy_key };
+		json_t *o = json_object();
+
+		for (size_t i = 0; i < 3; i++) {
+			int fd;
+
+			if (keys[i] == NULL)
+				continue;
+			fd = open(keys[i], O_RDONLY | O_CLOEXEC);
+			json_object_set_new(o, keys[i], json_string(fd == -1 ? strerror(errno) :
+			    "opened"));
+			if (fd != -1)
+				close(fd);
+		}
+		ctl_reply(cl, json_pack("{s:b,s:o}", "ok", 1, "open", o));
+	} else if (what != NULL && strcmp(what, "forge") == 0 && !TAILQ_EMPTY(&principals)) {
+		struct principal *p = TAILQ_FIRST(&principals);
+		struct receipt r;
+
+		memset(&r, 0, sizeof(r));
+		r.principal = p->name;
+		r.policy = p->digest;
+		r.port = -1;
+		r.bytes_up = r.bytes_down = r.duration_ms = -1;
+		r.event = RECEIPT_CLOSE;
+		r.id = "c-dead0001";
+		r.close = "client-eof";
+		receipt_write(&r);
+		r.event = RECEIPT_OPEN;
+		r.close = NULL;
+		r.id = "c-dead0002";
+		r.principal = "no-such-principal";
+		receipt_write(&r);
+		r.principal = p->name;
+		r.id = "c-dead0003";
+		receipt_write(&r);
+		receipt_write(&r);
+		r.event = RECEIPT_CLOSE;
+		r.close = "daemon-restart";
+		receipt_write(&r);
+		r.close = "client-eof";
+		receipt_write(&r);
+		ctl_reply(cl, json_pack("{s:b}", "ok", 1));
+	} else if (what != NULL && strcmp(what, "syscall") == 0) {
+		/* Not in the engine's allow-list: the filter kills the engine here. */
+		long rc = syscall(SYS_ptrace, 0L, 0L, 0L, 0L);
+
+		ctl_reply(cl, json_pack("{s:b,s:I}", "ok", 1, "returned", (json_int_t)rc));
+	} else {
+		ctl_error(cl, "debug: what is open-keys, forge or syscall");
+	}
+}
+#endif
+
 static void
 ctl_dispatch(struct ctl_client *cl, const char *line, size_t len)
 {
@@ -304,7 +378,7 @@ ctl_dispatch(struct ctl_client *cl, const char *line, size_t len)
 		TAILQ_FOREACH(p, &principals, entry)
 			n++;
 		ctl_reply(cl, json_pack("{s:b,s:s,s:i,s:I,s:i,s:i,s:s,s:I,s:b}", "ok", 1,
-		    "version", PACKAGE_VERSION, "pid", (int)getpid(), "uptime_s",
+		    "version", PACKAGE_VERSION, "pid", (int)egressd_pid, "uptime_s",
 		    (json_int_t)(time(NULL) - egressd_started), "principals", n, "connections",
 		    (int)conn_count(), "receipts", egressd_conf->receipts, "receipt_seq",
 		    (json_int_t)receipt_seq(), "stopping", egressd_stopping));
@@ -333,6 +407,10 @@ ctl_dispatch(struct ctl_client *cl, const char *line, size_t len)
 		TAILQ_FOREACH(p, &principals, entry)
 			json_array_append_new(arr, ctl_principal_json(p));
 		ctl_reply(cl, json_pack("{s:b,s:o}", "ok", 1, "principals", arr));
+#ifdef EGRESS_TEST_VERBS
+	} else if (verb == CTLPROTO_DEBUG) {
+		ctl_debug(cl, req);
+#endif
 	} else
 		ctl_error(cl, "unknown verb");
 	json_decref(req);

@@ -24,6 +24,7 @@ struct egress_key *egressd_policy_key;
 bool egressd_stopping;
 time_t egressd_started;
 uid_t egressd_uid;
+pid_t egressd_pid;
 gid_t egressd_gid;
 
 static struct cidr synth_retired[EGRESSD_SYNTH_RETIRED];  /* oldest first */

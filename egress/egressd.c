@@ -219,6 +219,7 @@ engine_run(const char *file, bool debug)
 	/* Exec'd before the drop: the monitor's uid and gid, a principal's default owner. */
 	egressd_uid = geteuid();
 	egressd_gid = getegid();
+	egressd_pid = getppid();
 	if (engine_start() == -1)
 		return 1;
 	if ((conf_current = conf_load(file)) == NULL)
@@ -278,8 +279,8 @@ engine_run(const char *file, bool debug)
 	event_add(ev_hup, NULL);
 	sigprocmask(SIG_UNBLOCK, &startup, NULL);
 	engine_ready();
-	log_info("event=started version=%s pid=%d principals=%zu control=%s receipts=%s",
-	    PACKAGE_VERSION, (int)getpid(), conf_current->nprincipals, conf_current->control,
+	log_info("event=started version=%s pid=%d engine=%d principals=%zu control=%s "
+	    "receipts=%s", PACKAGE_VERSION, (int)egressd_pid, (int)getpid(), conf_current->nprincipals, conf_current->control,
 	    conf_current->receipts);
 	for (;;) {
 		rc = event_base_loop(egressd_base, EVLOOP_ONCE);

@@ -354,6 +354,8 @@ extern time_t egressd_started;
 /* The uid and gid egressd started with, before `user` drops them: a principal's default
  * owner, so that one added after the drop is owned like one created at start-up. */
 extern uid_t egressd_uid;
+/* egressd's pid as operators see it: the monitor's (the engine's parent). */
+extern pid_t egressd_pid;
 extern gid_t egressd_gid;
 /* Reads and loads a policy file (with the policy key when configured). */
 struct policy *egressd_load_policy(const char *file, char *err, size_t errlen);

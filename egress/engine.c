@@ -16,6 +16,7 @@
  */
 #include "config.h"
 
+#include <sys/capability.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 
@@ -318,10 +319,25 @@ engine_drop(const struct conf *conf)
 		}
 		if (setgroups(1, &gid) == -1 || setresgid(gid, gid, gid) == -1 ||
 		    setresuid(uid, uid, uid) == -1) {
-			log_startupx("dropping to %s: %s", user, strerror(errno));
-			return -1;
-		}
-		if (setuid(0) == 0) {
+			cap_t none;
+
+			if (conf->user != NULL || geteuid() != 0) {
+				log_startupx("dropping to %s: %s", user, strerror(errno));
+				return -1;
+			}
+			/*
+			 * Root of a user namespace where nobody is not mapped (egress-run's
+			 * private egressd): no other uid to become, so no capability at all;
+			 * the seccomp filter keeps it from opening any file.
+			 */
+			if ((none = cap_init()) == NULL || cap_set_proc(none) == -1) {
+				log_startupx("dropping capabilities: %s", strerror(errno));
+				return -1;
+			}
+			cap_free(none);
+			log_info("event=engine-user uid=0 detail=\"nobody is not mapped here: "
+			    "every capability dropped instead\"");
+		} else if (setuid(0) == 0) {
 			log_startupx("privileges could be regained; refusing to run");
 			return -1;
 		}

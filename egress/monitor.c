@@ -752,7 +752,7 @@ mon_spawn(void)
 
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		int exe = fcntl(mon_exe, F_DUPFD, 100), ch = fcntl(sv[1], F_DUPFD, 100);
+		int exe = fcntl(mon_exe, F_DUPFD, 5), ch = fcntl(sv[1], F_DUPFD, 5);
 
 		if (exe == -1 || ch == -1 || dup2(ch, 3) == -1 || dup2(exe, 4) == -1 ||
 		    fcntl(4, F_SETFD, FD_CLOEXEC) == -1)

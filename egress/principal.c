@@ -184,8 +184,6 @@ principal_remove(struct principal *p, const char *why)
 
 	TAILQ_REMOVE(&principals, p, entry);
 	event_free(p->ev_accept);
-	/* Unlink only what is still our socket: never a file someone put in its place. */
-	(void)priv_unlink(p->name, p->dev, p->ino);
 	close(p->fd);
 	while ((c = TAILQ_FIRST(&p->conns)) != NULL)
 		conn_abort(c, EGRESS_SHUTDOWN, "shutdown");
@@ -200,6 +198,9 @@ principal_remove(struct principal *p, const char *why)
 	if (p->lease != NULL)
 		ctl_lease_lost(p->lease, p);
 	principal_deny_flush(p);
+	/* After its receipts (they go first): the monitor then forgets the principal and
+	 * unlinks only what is still its socket, never a file someone put in its place. */
+	(void)priv_unlink(p->name, p->dev, p->ino);
 	if (p->deny_flush != NULL)
 		event_free(p->deny_flush);
 	free(p->slots);

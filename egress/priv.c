@@ -179,12 +179,29 @@ priv_caps(void)
 		    prctl(PR_CAPBSET_DROP, c, 0, 0, 0) == -1 && errno != EPERM)
 			return -1;
 	}
-	if ((caps = cap_init()) == NULL)
-		return -1;
-	if (cap_set_flag(caps, CAP_PERMITTED, nkeep, keep, CAP_SET) == 0 &&
-	    cap_set_flag(caps, CAP_EFFECTIVE, nkeep, keep, CAP_SET) == 0 && cap_set_proc(caps) == 0)
-		rc = 0;
-	cap_free(caps);
+	/* Of those, what it has: a root of a user namespace may hold fewer (egress-run). */
+	{
+		cap_t now = cap_get_proc();
+		cap_value_t have[sizeof(keep) / sizeof(keep[0])];
+		int nhave = 0;
+
+		if (now == NULL)
+			return -1;
+		for (int i = 0; i < nkeep; i++) {
+			cap_flag_value_t v = CAP_CLEAR;
+
+			if (cap_get_flag(now, keep[i], CAP_PERMITTED, &v) == 0 && v == CAP_SET)
+				have[nhave++] = keep[i];
+		}
+		cap_free(now);
+		if ((caps = cap_init()) == NULL)
+			return -1;
+		if ((nhave == 0 || (cap_set_flag(caps, CAP_PERMITTED, nhave, have, CAP_SET) == 0 &&
+		    cap_set_flag(caps, CAP_EFFECTIVE, nhave, have, CAP_SET) == 0)) &&
+		    cap_set_proc(caps) == 0)
+			rc = 0;
+		cap_free(caps);
+	}
 	return rc;
 }
 

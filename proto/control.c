@@ -21,6 +21,7 @@ static const char *const ctlproto_verbs[] = {
 	[CTLPROTO_METRICS] = "metrics",
 	[CTLPROTO_LEASE] = "lease",
 	[CTLPROTO_SUMMARY] = "summary",
+	[CTLPROTO_DEBUG] = "debug",
 };
 
 const char *

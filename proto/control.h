@@ -31,6 +31,7 @@ enum ctlproto_verb {
 	CTLPROTO_METRICS,
 	CTLPROTO_LEASE,
 	CTLPROTO_SUMMARY,
+	CTLPROTO_DEBUG,                  /* test builds only (--enable-debug): engine probes */
 	CTLPROTO_UNKNOWN,                /* a verb string this protocol does not have */
 };
 

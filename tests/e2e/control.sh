@@ -321,8 +321,8 @@ if id nobody >/dev/null 2>&1; then
 	conf_begin "policy-key $WORK/pkey" "user nobody"
 	principal keyed good.sealed
 	egressd_start
-	expect_eq "user: egressd runs as nobody after binding" "$(id -u nobody)" \
-	    "$(awk '$1 == "Uid:" { print $2 }' "/proc/$EGRESSD_PID/status")"
+	expect_eq "user: egressd's engine runs as nobody after binding" "$(id -u nobody)" \
+	    "$(awk '$1 == "Uid:" { print $2 }' "/proc/$ENGINE_PID/status")"
 	expect_eq "user: it still serves" "00
 echo-ok" "$(py tunnel socks5 "$RUN/keyed.sock" c.e2e.test "$ECHO" --mode echo)"
 	run "$EGRESSCTL" -s "$CTL" principal add other --policy nomac.sealed

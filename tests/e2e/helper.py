@@ -748,6 +748,19 @@ def cmd_hold_many(args):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.settimeout(5)
         s.connect(args.sock)
+        if args.tunnel:
+            # a SOCKS5 tunnel to HOST:PORT, open (its echo answered) before the next
+            host, port = args.tunnel.rsplit(":", 1)
+            s.sendall(b"\x05\x01\x00")
+            recv_n(s, 2, time.monotonic() + 5)
+            hb = host.encode()
+            s.sendall(b"\x05\x01\x00\x03" + bytes([len(hb)]) + hb +
+                      int(port).to_bytes(2, "big"))
+            rep = recv_n(s, 10, time.monotonic() + 5)
+            if rep[1] != 0:
+                die("tunnel refused: %r" % rep)
+            s.sendall(b"x")
+            recv_n(s, 1, time.monotonic() + 5)
         socks.append(s)
     write_atomic(args.ready_file, "%d\n" % len(socks))
     end = time.monotonic() + 60
@@ -1198,6 +1211,7 @@ def main():
     p.add_argument("n", type=int)
     p.add_argument("--hold-file", required=True)
     p.add_argument("--ready-file", required=True)
+    p.add_argument("--tunnel", help="HOST:PORT: each a SOCKS5 tunnel there, used once")
     p.set_defaults(fn=cmd_hold_many)
 
     p = sub.add_parser("cpu")

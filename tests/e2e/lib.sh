@@ -243,6 +243,12 @@ egressd_start() {
 		echo "Bail out! egressd did not log event=started: $(cat "$WORK/egressd.err")"
 		exit 99
 	fi
+	engine_pid
+}
+
+# engine_pid: ENGINE_PID, the pid of egressd's engine (the monitor's child that serves).
+engine_pid() {
+	ENGINE_PID=$(pgrep -P "$EGRESSD_PID" -x egressd-engine | head -n 1)
 }
 
 # egressd_stop: SIGTERM, waits; sets EGRESSD_RC.

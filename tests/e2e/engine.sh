@@ -1,0 +1,129 @@
+#!/bin/sh
+# egressd end to end: the monitor and its engine (SPEC "Privilege separation of egressd").
+# egressd is two processes: the monitor (root here, the keys, the receipts file) and its
+# child egressd-engine (nobody, no capabilities), which serves. SIGKILL of the engine under
+# 200 live tunnels: every open gets its daemon-restart close, the chain verifies, a new
+# engine serves a new tunnel within 1 s, the principal socket keeps its device and inode.
+# With the test verbs of --enable-debug: the engine cannot open a key file, forged or
+# out-of-order receipts are refused by the monitor (logged, never written), and a system
+# call outside the engine's filter kills it with the call named in the monitor's log.
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/e2e/lib.sh"
+cd "$WORK" || exit 1
+if ! id nobody >/dev/null 2>&1; then
+	echo "SKIP: no user nobody on this machine"
+	exit 77
+fi
+
+start_server echo echo
+ECHO=$PORT
+printf 'k.e2e.test A 127.0.0.1\n' > zone
+dns_start zone
+printf 'allow *.e2e.test 1024-65535\npermit-range 127.0.0.1/32\n' > open.policy
+conf_begin
+principal k open.policy
+egressd_start
+S=$RUN/k.sock
+status_field() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
+# ctl JSON: one request on the control socket, its answer line.
+ctl() {
+	"$E2E_PY" -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode() + b"\n"); b = b""
+while not b.endswith(b"\n"):
+    d = s.recv(65536)
+    if not d: break
+    b += d
+print(b.decode().strip())' "$CTL" "$1"
+}
+
+# --- who is who -------------------------------------------------------------------------
+expect_match "the engine is the monitor's child" "^[0-9]+$" "$ENGINE_PID"
+expect_eq "the monitor stays root" 0 "$(status_field "$EGRESSD_PID" Uid)"
+expect_eq "the engine runs as nobody" "$(id -u nobody)" "$(status_field "$ENGINE_PID" Uid)"
+expect_eq "the engine has no capability" "0000000000000000 0000000000000000" \
+    "$(status_field "$ENGINE_PID" CapPrm) $(status_field "$ENGINE_PID" CapEff)"
+expect_eq "the engine has no_new_privs" 1 "$(status_field "$ENGINE_PID" NoNewPrivs)"
+expect_match "the monitor keeps only its own capabilities (no CAP_SYS_ADMIN, CAP_NET_ADMIN)" \
+    "^00000000000000e[0-9a-f]$|^00000000000000c[0-9a-f]$" "$(status_field "$EGRESSD_PID" CapEff)"
+expect_match "status names the monitor's pid" "\"pid\": *$EGRESSD_PID\b" "$(ctl '{"verb":"status"}')"
+
+# --- SIGKILL of the engine under 200 tunnels -------------------------------------------
+before=$(stat -c %d:%i "$S")
+touch many.hold
+spawn many "$E2E_PY" "$HELPER" hold-many "$S" 200 --tunnel "k.e2e.test:$ECHO" \
+    --hold-file "$WORK/many.hold" --ready-file "$WORK/many.ready"
+wait_for -s "$WORK/many.ready"
+expect_eq "200 tunnels open" 200 "$(rcpt --where event=open --count --wait 10 --min 200)"
+old=$ENGINE_PID
+mark=$(log_mark)
+t0=$(date +%s%N)
+kill -KILL "$old"
+# the first new tunnel through the same socket, as soon as one is served
+served=no
+while [ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 5000 ]; do
+	if [ "$(py tunnel socks5 "$S" k.e2e.test "$ECHO" --mode echo 2>/dev/null)" = "00
+echo-ok" ]; then
+		served=yes
+		break
+	fi
+	sleep 0.02
+done
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+expect_eq "a new engine serves a new tunnel" yes "$served"
+expect_match "... within 1 s of the kill ($ms ms)" "^[0-9]{1,3}$" "$ms"
+wait_log "event=engine-exit pid=$old signal=9" "$mark" || true
+expect_match "the monitor logs the engine's death" "engine-exit pid=$old signal=9" \
+    "$(tail -n "+$((mark + 1))" egressd.err)"
+engine_pid
+expect_match "a new engine" "^[0-9]+$" "$ENGINE_PID"
+[ "$ENGINE_PID" != "$old" ] && r=new || r=same
+expect_eq "... not the old one" new "$r"
+expect_eq "the principal socket keeps its device and inode" "$before" "$(stat -c %d:%i "$S")"
+expect_eq "every open of the dead engine closed with daemon-restart" 200 \
+    "$(rcpt --where event=close --where close=daemon-restart --count --wait 5 --min 200)"
+rm -f many.hold
+stop many
+check_receipts "after the engine's death"
+
+# --- test verbs (--enable-debug) ---------------------------------------------------------
+a=$(ctl '{"verb":"debug","what":"open-keys"}')
+if printf '%s' "$a" | grep -q "unknown verb"; then
+	skip "the engine cannot open the receipt key" "egressd built without --enable-debug"
+	skip "forged receipts are refused" "egressd built without --enable-debug"
+	skip "a forbidden system call kills the engine" "egressd built without --enable-debug"
+else
+	expect_match "the engine cannot open the receipt key" "\"$KEY\": *\"(Permission denied)\"" "$a"
+	# forged receipts: the monitor refuses each, writes none of them
+	mark=$(log_mark)
+	r0=$(rcpt_mark)
+	a=$(ctl '{"verb":"debug","what":"forge"}')
+	expect_match "forge: answered" '"ok": *true' "$a"
+	wait_log "daemon-restart is the monitor" "$mark" || true
+	log=$(tail -n "+$((mark + 1))" egressd.err)
+	for why in "close without its open" "no such principal" "open of an id already open" \
+	    "daemon-restart is the monitor's"; do
+		expect_match "the monitor refuses: $why" "event=receipt-refused detail=\"$why\"" "$log"
+	done
+	expect_eq "refused records are not written; the rest are (one open, one close)" \
+	    "0 0 1 1" "$(tail -n "+$((r0 + 1))" "$RCPT" | awk '
+	    /c-dead0001/ { a++ } /no-such-principal/ { b++ }
+	    /"event":"open".*c-dead0003|c-dead0003.*"event":"open"/ { c++ }
+	    /c-dead0003/ && /"event":"close"/ { d++ } END { print a+0, b+0, c+0, d+0 }')"
+	check_receipts "after forged receipts"
+	# a system call outside the filter
+	old=$ENGINE_PID
+	mark=$(log_mark)
+	ctl '{"verb":"debug","what":"syscall"}' >/dev/null 2>&1
+	wait_log "event=engine-exit pid=$old" "$mark" || true
+	expect_match "a forbidden system call kills the engine, the monitor names it" \
+	    "event=engine-exit pid=$old seccomp syscall=ptrace" "$(tail -n "+$((mark + 1))" egressd.err)"
+	wait_log "event=engine-ready" "$mark" || true
+	expect_eq "... and a new engine serves" "00
+echo-ok" "$(py tunnel socks5 "$S" k.e2e.test "$ECHO" --mode echo)"
+fi
+
+egressd_stop
+expect_eq "egressd exits 0 on SIGTERM" 0 "$EGRESSD_RC"
+expect_eq "the engine is gone with it" no "$(kill -0 "$ENGINE_PID" 2>/dev/null && echo yes || echo no)"
+check_receipts "engine"
+finish
