@@ -215,6 +215,7 @@ engine_run(const char *file, bool debug)
 	sigaddset(&startup, SIGTERM);
 	sigaddset(&startup, SIGINT);
 	sigaddset(&startup, SIGHUP);
+	sigaddset(&startup, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &startup, NULL);
 	/* Exec'd before the drop: the monitor's uid and gid, a principal's default owner. */
 	egressd_uid = geteuid();
@@ -319,8 +320,21 @@ main(int argc, char **argv)
 	char err[512];
 	int ch, rc;
 
+	sigset_t startup;
+
 	/* logfmt on stderr until the configuration names the log's place and level. */
 	log_init("egressd", LOG_OUT_LOGFMT, false, false);
+	/*
+	 * Until the handlers exist, SIGTERM, SIGINT, SIGHUP and SIGUSR1 wait (blocked) instead
+	 * of killing egressd halfway through start-up with its sockets created; they are
+	 * handled as soon as the loop can (the monitor's, or the engine's).
+	 */
+	sigemptyset(&startup);
+	sigaddset(&startup, SIGTERM);
+	sigaddset(&startup, SIGINT);
+	sigaddset(&startup, SIGHUP);
+	sigaddset(&startup, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &startup, NULL);
 	while ((ch = getopt(argc, argv, "c:dEt")) != -1) {
 		switch (ch) {
 		case 'c':

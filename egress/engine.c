@@ -342,8 +342,14 @@ engine_drop(const struct conf *conf)
 			return -1;
 		}
 	}
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1) {
+	/* A change of credentials cleared the parent-death signal: again. */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1 ||
+	    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1) {
 		log_startupx("prctl: %s", strerror(errno));
+		return -1;
+	}
+	if (getppid() != (pid_t)egressd_pid) {
+		log_startupx("the monitor is gone");
 		return -1;
 	}
 	return 0;

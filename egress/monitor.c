@@ -79,6 +79,7 @@ static int mon_chan = -1;
 static pid_t mon_engine = -1;
 static uint64_t mon_next = 1;           /* the engine's number of its next record */
 static int mon_ctl = -1, mon_lease = -1, mon_metrics = -1;
+static char *mon_ctl_path, *mon_lease_path;   /* as created (SIGHUP changes neither) */
 static struct event *mon_chan_ev, *mon_restart_ev;
 static struct event *mon_sig[6];
 static time_t mon_window_start;
@@ -750,7 +751,12 @@ mon_spawn(void)
 		sigset_t none;
 		extern char **environ;
 
+		/* The engine handles these once its handlers exist (engine_run unblocks). */
 		sigemptyset(&none);
+		sigaddset(&none, SIGTERM);
+		sigaddset(&none, SIGINT);
+		sigaddset(&none, SIGHUP);
+		sigaddset(&none, SIGUSR1);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		int exe = fcntl(mon_exe, F_DUPFD, 5), ch = fcntl(sv[1], F_DUPFD, 5);
 
@@ -863,6 +869,8 @@ monitor_main(struct conf *conf, const char *file, bool debug)
 	    receipt_open(conf->receipts, conf->receipt_key, egressd_base) == -1 ||
 	    ctl_sockets(conf, &mon_ctl, &mon_lease) == -1)
 		return 1;
+	mon_ctl_path = xstrdup(conf->control);
+	mon_lease_path = conf->lease != NULL ? xstrdup(conf->lease) : NULL;
 	if (conf->metrics_listen != NULL && (mon_metrics = metrics_socket(conf->metrics_listen)) == -1)
 		return 1;
 	if (conf->syslog)
@@ -897,12 +905,14 @@ monitor_main(struct conf *conf, const char *file, bool debug)
 		mon_principal_free(p, true);
 	if (mon_ctl != -1) {
 		close(mon_ctl);
-		(void)priv_do_unlink(conf->control, 0, 0);
+		(void)priv_do_unlink(mon_ctl_path, 0, 0);
 	}
 	if (mon_lease != -1) {
 		close(mon_lease);
-		(void)priv_do_unlink(conf->lease, 0, 0);
+		(void)priv_do_unlink(mon_lease_path, 0, 0);
 	}
+	free(mon_ctl_path);
+	free(mon_lease_path);
 	if (mon_metrics != -1)
 		close(mon_metrics);
 	receipt_close();

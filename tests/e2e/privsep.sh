@@ -1,13 +1,12 @@
 #!/bin/sh
-# egressd end to end: `user` and the privileged helper (egress/priv.c). With `user nobody`,
-# egressd runs as nobody once its start-up sockets exist, and a helper forked before the
-# drop stays root with CAP_CHOWN, CAP_DAC_OVERRIDE and CAP_FOWNER only (bounding set too,
-# no_new_privs). Through it, in a root-owned runtime-dir: egressctl principal add --owner,
+# egressd end to end: `user` and the monitor (egress/monitor.c, priv.c). With `user nobody`,
+# egressd's engine runs as nobody, and the monitor (its parent) stays root with only
+# CHOWN, DAC_OVERRIDE, FOWNER, KILL, SETGID and SETUID (bounding set too). Through it, in a root-owned runtime-dir: egressctl principal add --owner,
 # a lease taken by another uid and a principal added by SIGHUP get sockets mode 0600 owned
 # by their owners, and one without owner (start-up, SIGHUP, principal add) is 0:0, the uid
 # egressd started with, never nobody; a file in the way is left alone; removal unlinks; SIGUSR1 after a move
 # and receipts-rotate reopen the root-owned receipt file and the chain continues. At
-# shutdown every socket is gone and the helper exits with egressd.
+# shutdown every socket is gone and the engine exits with egressd.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/e2e/lib.sh"
 cd "$WORK" || exit 1
 if ! id nobody >/dev/null 2>&1; then
@@ -35,19 +34,18 @@ conf_begin "user nobody" "receipts-rotate 4K" "lease $RUN/lease.sock group $NOGR
     "policy-dir $WORK/policies"
 principal fixed open.policy
 egressd_start
-expect_eq "egressd runs as nobody" "$NOBODY" "$(status_field "$EGRESSD_PID" Uid | cut -f1)"
-HELPER_PID=$(pgrep -P "$EGRESSD_PID" | head -n 1)
-expect_eq "one helper process, a child of egressd" 1 "$([ -n "$HELPER_PID" ] && echo 1)"
-expect_eq "the helper is called egressd-priv" egressd-priv "$(cat "/proc/$HELPER_PID/comm" 2>/dev/null)"
-expect_eq "the helper stays root" 0 "$(status_field "$HELPER_PID" Uid)"
-# CAP_CHOWN (0), CAP_DAC_OVERRIDE (1), CAP_FOWNER (3): 0xb.
-expect_eq "the helper keeps CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER and nothing else" \
-    "000000000000000b 000000000000000b 000000000000000b 0000000000000000" \
-    "$(status_field "$HELPER_PID" CapEff) $(status_field "$HELPER_PID" CapPrm) $(status_field "$HELPER_PID" CapBnd) $(status_field "$HELPER_PID" CapInh)"
-expect_eq "the helper has no_new_privs" 1 "$(status_field "$HELPER_PID" NoNewPrivs)"
-expect_eq "the helper holds no descriptor but stdin, stdout, stderr and its channel" 4 \
-    "$(ls "/proc/$HELPER_PID/fd" | wc -l)"
-expect_eq "egressd has no capability left" 0000000000000000 "$(status_field "$EGRESSD_PID" CapEff)"
+expect_eq "the engine runs as nobody" "$NOBODY" "$(status_field "$ENGINE_PID" Uid | cut -f1)"
+expect_eq "the engine is called egressd-engine, a child of the monitor" egressd-engine \
+    "$(cat "/proc/$ENGINE_PID/comm" 2>/dev/null)"
+expect_eq "the monitor stays root" 0 "$(status_field "$EGRESSD_PID" Uid)"
+# CAP_CHOWN (0), CAP_DAC_OVERRIDE (1), CAP_FOWNER (3), CAP_KILL (5), CAP_SETGID (6),
+# CAP_SETUID (7): 0xeb.
+expect_eq "the monitor keeps CHOWN, DAC_OVERRIDE, FOWNER, KILL, SETGID, SETUID, nothing else" \
+    "00000000000000eb 00000000000000eb 00000000000000eb 0000000000000000" \
+    "$(status_field "$EGRESSD_PID" CapEff) $(status_field "$EGRESSD_PID" CapPrm) $(status_field "$EGRESSD_PID" CapBnd) $(status_field "$EGRESSD_PID" CapInh)"
+expect_eq "the engine has no capability and no_new_privs" "0000000000000000 1" \
+    "$(status_field "$ENGINE_PID" CapEff) $(status_field "$ENGINE_PID" NoNewPrivs)"
+HELPER_PID=$ENGINE_PID
 expect_eq "runtime-dir stays root's" "755 root" "$(stat -c '%a %U' "$RUN")"
 expect_eq "a start-up principal without owner: egressd's own uid and gid (0:0)" "600 0:0" \
     "$(stat -c '%a %u:%g' "$RUN/fixed.sock" 2>/dev/null)"
@@ -134,21 +132,21 @@ expect_eq "... and once it is gone the next SIGUSR1 reopens" 1 "$(grep -c afterf
 
 egressd_stop
 expect_eq "egressd exits 0" 0 "$EGRESSD_RC"
-expect_eq "the helper is gone with egressd" 1 "$(wait_gone "/proc/$HELPER_PID" && echo 1)"
+expect_eq "the engine is gone with egressd" 1 "$(wait_gone "/proc/$HELPER_PID" && echo 1)"
 expect_eq "every socket in runtime-dir was unlinked (control, lease, principals)" "" "$(ls "$RUN")"
 # --- under the systemd unit's capability bounding set (dist/egressd.service) ----------------
-# There egressd has no CAP_SETPCAP, so the helper cannot trim the bounding set; what it
+# There egressd has no CAP_SETPCAP, so the monitor cannot trim the bounding set; what it
 # keeps usable is the same.
 if command -v setpriv >/dev/null 2>&1; then
 	mkdir -p old && mv "$RCPT"* old/
-	spawn egressd setpriv --bounding-set -all,+chown,+fowner,+dac_override,+setuid,+setgid \
+	spawn egressd setpriv --bounding-set -all,+chown,+fowner,+dac_override,+setuid,+setgid,+kill \
 	    --no-new-privs "$EGRESSD" -d -c "$WORK/egressd.conf"
 	EGRESSD_PID=$SPAWNED
 	wait_for -S "$CTL"
-	HELPER_PID=$(pgrep -P "$EGRESSD_PID" | head -n 1)
-	expect_eq "unit's bounding set: the helper keeps the same three capabilities" \
-	    "000000000000000b 000000000000000b" \
-	    "$(status_field "$HELPER_PID" CapEff) $(status_field "$HELPER_PID" CapPrm)"
+	wait_log "event=started "
+	expect_eq "unit's bounding set: the monitor keeps the same six capabilities" \
+	    "00000000000000eb 00000000000000eb" \
+	    "$(status_field "$EGRESSD_PID" CapEff) $(status_field "$EGRESSD_PID" CapPrm)"
 	run "$EGRESSCTL" -s "$CTL" principal add dyn2 --policy "$WORK/open.policy" --owner 12345:23456
 	expect_eq "unit's bounding set: principal add --owner works" "0 600 12345:23456" \
 	    "$rc $(stat -c '%a %u:%g' "$RUN/dyn2.sock" 2>/dev/null)"
