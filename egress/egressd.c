@@ -29,7 +29,7 @@ static struct event *ev_term, *ev_int, *ev_hup, *ev_grace, *ev_drain;
 static void __attribute__((noreturn))
 usage(void)
 {
-	fprintf(stderr, "usage: egressd [-dt] -c FILE\n");
+	fprintf(stderr, "usage: egressd [-dSt] -c FILE\n");
 	exit(2);
 }
 
@@ -205,7 +205,7 @@ hup_cb(evutil_socket_t sig, short what, void *arg)
  * acknowledged by the monitor (engine_flush), before any callback of the next turn.
  */
 static int
-engine_run(const char *file, bool debug)
+engine_run(const char *file, bool debug, bool seccomp_log)
 {
 	sigset_t startup;
 	char err[512];
@@ -268,7 +268,7 @@ engine_run(const char *file, bool debug)
 		}
 		p->from_conf = true;
 	}
-	if (engine_drop(conf_current) == -1)
+	if (engine_drop(conf_current) == -1 || engine_confine(seccomp_log) == -1)
 		return 1;
 	conf_opener = engine_open_conf;
 	engine_confined = true;
@@ -315,7 +315,7 @@ int
 main(int argc, char **argv)
 {
 	const char *file = NULL;
-	bool check = false, debug = false, engine = false;
+	bool check = false, debug = false, engine = false, seccomp_log = false;
 	struct egress_key pkey;
 	char err[512];
 	int ch, rc;
@@ -335,7 +335,7 @@ main(int argc, char **argv)
 	sigaddset(&startup, SIGHUP);
 	sigaddset(&startup, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &startup, NULL);
-	while ((ch = getopt(argc, argv, "c:dEt")) != -1) {
+	while ((ch = getopt(argc, argv, "c:dESt")) != -1) {
 		switch (ch) {
 		case 'c':
 			file = optarg;
@@ -345,6 +345,9 @@ main(int argc, char **argv)
 			break;
 		case 'E':
 			engine = true;
+			break;
+		case 'S':
+			seccomp_log = true;
 			break;
 		case 't':
 			check = true;
@@ -356,7 +359,7 @@ main(int argc, char **argv)
 	if (file == NULL || optind != argc || (engine && check))
 		usage();
 	if (engine)
-		return engine_run(file, debug);
+		return engine_run(file, debug, seccomp_log);
 	if ((conf_current = conf_load(file)) == NULL)
 		return 2;
 	egressd_conf = conf_current;
@@ -384,7 +387,7 @@ main(int argc, char **argv)
 		return 0;
 	}
 	/* The monitor owns the configuration from here (SIGHUP replaces it). */
-	rc = monitor_main(conf_current, file, debug);
+	rc = monitor_main(conf_current, file, debug, seccomp_log);
 	if (egressd_policy_key != NULL)
 		egress_key_clear(&pkey);
 	return rc;

@@ -400,6 +400,7 @@ int engine_start(void);
 int engine_adopt_socket(uint32_t kind);
 void engine_adopt_principals(void);
 int engine_drop(const struct conf *conf);
+int engine_confine(bool seccomp_log);
 void engine_ready(void);
 /* MW_ADOPT kinds besides principals (0). */
 #define ENGINE_ADOPT_CONTROL 1
@@ -408,6 +409,6 @@ void engine_ready(void);
 
 /* --- monitor.c ------------------------------------------------------------------------ */
 
-int monitor_main(struct conf *conf, const char *file, bool debug);
+int monitor_main(struct conf *conf, const char *file, bool debug, bool seccomp_log);
 
 #endif

@@ -17,6 +17,7 @@
 #include "config.h"
 
 #include <sys/capability.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 
@@ -30,7 +31,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/rand.h>
+
 #include "egressd.h"
+#include "allow.h"
 #include "fdpass.h"
 
 #define ENGINE_CHANNEL 3
@@ -387,4 +391,67 @@ engine_ready(void)
 	if (engine_call(q, -1, NULL) == -1)
 		engine_lost("the monitor refused the engine");
 	free(q);
+}
+
+/*
+ * The engine's seccomp allow-list: every call it makes once it serves (found by running
+ * the whole suite with egressd -S, which reports and refuses with ENOSYS instead of
+ * killing). Sockets only of the Internet families (the listeners and the monitor's
+ * channel came made); no open of any file (EACCES: a library that looks for one copes,
+ * and what the engine reads comes from the monitor as a descriptor); no exec, no ptrace,
+ * no process or memory inspection of others, no namespaces, no mounts, no links.
+ */
+static const struct sbx_allow engine_allowed[] = {
+	/* the event loop, descriptors */
+	SBX_ALLOW("epoll_wait"), SBX_ALLOW("epoll_pwait"), SBX_ALLOW("epoll_ctl"),
+	SBX_ALLOW("read"), SBX_ALLOW("readv"), SBX_ALLOW("write"), SBX_ALLOW("writev"),
+	SBX_ALLOW("pread64"), SBX_ALLOW("close"), SBX_ALLOW("fstat"), SBX_ALLOW("newfstatat"),
+	SBX_ALLOW("lseek"),
+	SBX_ALLOW_ARG("fcntl", 1, F_GETFL, F_SETFL, F_GETFD, F_SETFD),
+	SBX_ALLOW_ARG("ioctl", 1, FIONREAD, FIONBIO),
+	SBX_ALLOW("pipe2"), SBX_ALLOW("splice"),
+	/* sockets: connections out, accepted clients, DNS */
+	SBX_ALLOW_ARG("socket", 0, AF_INET, AF_INET6), SBX_ALLOW("connect"), SBX_ALLOW("accept4"),
+	SBX_ALLOW("accept"), SBX_ALLOW("bind"), SBX_ALLOW("getsockname"), SBX_ALLOW("getpeername"),
+	SBX_ALLOW("setsockopt"), SBX_ALLOW("getsockopt"), SBX_ALLOW("shutdown"),
+	SBX_ALLOW("recvfrom"), SBX_ALLOW("recvmsg"), SBX_ALLOW("sendto"), SBX_ALLOW("sendmsg"),
+	SBX_ALLOW("sendmmsg"), SBX_ALLOW("recvmmsg"),
+	/* memory, time, randomness, signals, threads' locks */
+	SBX_ALLOW("brk"), SBX_ALLOW("mmap"), SBX_ALLOW("munmap"), SBX_ALLOW("mremap"),
+	SBX_ALLOW("madvise"), SBX_ALLOW("mprotect"), SBX_ALLOW("futex"),
+	SBX_ALLOW("clock_gettime"), SBX_ALLOW("gettimeofday"), SBX_ALLOW("time"),
+	SBX_ALLOW("clock_nanosleep"), SBX_ALLOW("nanosleep"), SBX_ALLOW("getrandom"),
+	SBX_ALLOW("rt_sigaction"), SBX_ALLOW("rt_sigprocmask"), SBX_ALLOW("rt_sigreturn"),
+	SBX_ALLOW("sigaltstack"),
+	SBX_ALLOW("getpid"), SBX_ALLOW("gettid"), SBX_ALLOW("getppid"), SBX_ALLOW("getuid"),
+	SBX_ALLOW("geteuid"), SBX_ALLOW("getgid"), SBX_ALLOW("getegid"),
+	SBX_ALLOW("sched_yield"), SBX_ALLOW("prlimit64"), SBX_ALLOW("uname"),
+	SBX_ALLOW("exit"), SBX_ALLOW("exit_group"),
+	/* no file: the monitor opens what the engine may read */
+	SBX_ALLOW_ERR("open", EACCES), SBX_ALLOW_ERR("openat", EACCES),
+	SBX_ALLOW_ERR("openat2", EACCES),
+};
+
+/*
+ * Loads the filter. A refused call kills the engine after its name went to the monitor
+ * on the channel (the monitor logs it); with -S (seccomp_log) it is logged on stderr and
+ * fails with ENOSYS instead, for finding what a list lacks.
+ */
+int
+engine_confine(bool seccomp_log)
+{
+	unsigned char r[8];
+
+	/* What needs a file or a first use before the filter: randomness (egressd_new_id). */
+	if (RAND_bytes(r, sizeof(r)) != 1) {
+		log_startupx("no random bytes");
+		return -1;
+	}
+	if (sbx_allow_install(engine_allowed, sizeof(engine_allowed) / sizeof(engine_allowed[0]),
+	    seccomp_log ? SBX_ALLOW_LOG : SBX_ALLOW_KILL, seccomp_log ? 2 : eng_chan,
+	    "egressd-engine") == -1) {
+		log_startupx("seccomp: the engine's filter did not load");
+		return -1;
+	}
+	return 0;
 }

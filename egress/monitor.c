@@ -73,7 +73,7 @@ static size_t mon_nopens;
 
 static struct conf *mon_conf;           /* as last read (start, SIGHUP) */
 static const char *mon_conf_path;
-static bool mon_debug, mon_stopping, mon_ready_sent;
+static bool mon_debug, mon_seccomp_log, mon_stopping, mon_ready_sent;
 static int mon_exe = -1;                /* this program, for the engine's exec */
 static int mon_chan = -1;
 static pid_t mon_engine = -1;
@@ -676,13 +676,20 @@ mon_chan_cb(evutil_socket_t fd, short what, void *arg)
 			continue;
 		}
 		memcpy(&h, mon_buf, sizeof(h));
-		if (strncmp((const char *)mon_buf, "seccomp ", 8) == 0) {
+		if (h.magic != MW_MAGIC && (size_t)n < sizeof(mon_seccomp) &&
+		    memmem(mon_buf, (size_t)n, ": seccomp syscall=", 18) != NULL) {
 			/* The engine's SIGSYS handler: the call it was refused, then it dies. */
-			size_t l = (size_t)n < sizeof(mon_seccomp) ? (size_t)n : sizeof(mon_seccomp) - 1;
+			const char *at = memmem(mon_buf, (size_t)n, "seccomp ", 8);
+			size_t l = (size_t)n - (size_t)(at - (const char *)mon_buf);
 
-			memcpy(mon_seccomp, mon_buf, l);
+			memcpy(mon_seccomp, at, l);
 			mon_seccomp[l] = '\0';
 			mon_seccomp[strcspn(mon_seccomp, "\n")] = '\0';
+			/* The engine's bytes go to the log only as words of the report's shape. */
+			for (char *c = mon_seccomp; *c != '\0'; c++)
+				if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
+				    *c == '=' || *c == '_' || *c == ' '))
+					*c = '?';
 		} else if (h.magic == MW_MAGIC && h.type == MW_BATCH) {
 			mon_batch(mon_buf, (size_t)n);
 		} else if (h.magic == MW_MAGIC && h.type == MW_REQ &&
@@ -746,10 +753,16 @@ mon_spawn(void)
 		goto later;
 	}
 	if (pid == 0) {
-		char *argv[] = { "egressd", "-E", "-c", (char *)mon_conf_path,
-		    mon_debug ? "-d" : NULL, NULL };
+		char *argv[7] = { "egressd", "-E", "-c", (char *)mon_conf_path };
+		int argc = 4;
 		sigset_t none;
 		extern char **environ;
+
+		if (mon_debug)
+			argv[argc++] = "-d";
+		if (mon_seccomp_log)
+			argv[argc++] = "-S";
+		argv[argc] = NULL;
 
 		/* The engine handles these once its handlers exist (engine_run unblocks). */
 		sigemptyset(&none);
@@ -831,7 +844,7 @@ mon_signal_cb(evutil_socket_t sig, short what, void *arg)
 }
 
 int
-monitor_main(struct conf *conf, const char *file, bool debug)
+monitor_main(struct conf *conf, const char *file, bool debug, bool seccomp_log)
 {
 	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGCHLD };
 	sigset_t startup;
@@ -839,6 +852,7 @@ monitor_main(struct conf *conf, const char *file, bool debug)
 
 	mon_conf = conf;
 	mon_debug = debug;
+	mon_seccomp_log = seccomp_log;
 	if ((mon_conf_path = realpath(file, NULL)) == NULL) {
 		log_startupx("%s: %s", file, strerror(errno));
 		return 1;
