@@ -15,7 +15,9 @@
 #   public key to R.pub, and the whole file (both runs) still verifies with R.pub; a run
 #   into another file gets another key.
 # - R.pub is egress-run's state like the receipts: a --rw of it alone (the workload could
-#   add a key of its own) is refused with 125, nothing ran.
+#   add a key of its own) is refused with 125, nothing ran; so is a --rw of it, or of the
+#   receipts file, that is not there yet (egress-run would create what the sandbox then
+#   binds).
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/e2e/sandbox-lib.sh"
 cd "$WORK" || exit 1
 e2e_need openssl curl
@@ -146,5 +148,20 @@ erun $A --rw "$R.pub" -- sh -c "cat up.crt >> '$R.pub'; touch ran"
 expect_eq "a --rw of R.pub alone: refused with 125, nothing ran" "125 not-run" "$rc $(ran)"
 expect_match "... says why" "lies inside .*, which the sandbox binds" "$err"
 expect_eq "... R.pub unchanged" "" "$(cmp "$R.pub" "$WORK/before.pub" 2>&1)"
+# A --rw of state that is not there yet (egress-run creates it after it listed the binds):
+# refused before anything is created, nothing ran, whether it names the public key file or
+# the receipts file itself.
+for st in pub jsonl; do
+	NR=$RD/new.jsonl
+	rm -f "$BOX/ran" "$NR" "$NR.pub"
+	T=$NR
+	[ "$st" = pub ] && T=$NR.pub
+	# shellcheck disable=SC2086
+	erun --allow "ok.e2e.test:$UP" $DNSARGS --receipts "$NR" --rw "$T" -- \
+	    sh -c "echo forged >> '$T'; touch ran"
+	expect_eq "a --rw of the $st file before it exists: 125, nothing ran, nothing forged" \
+	    "125 not-run 0" "$rc $(ran) $(cat "$T" 2>/dev/null | grep -c forged)"
+	expect_match "... says why" "--rw $T: No such file or directory" "$err"
+done
 expect_clean "refused run"
 finish
