@@ -31,8 +31,10 @@ A="--allow ok.e2e.test:$UP $DNSARGS --receipts $R"
 CURL="curl -sS --max-time 10 --cacert up.crt -o /dev/null -w %{http_code}"
 OK_URL=https://ok.e2e.test:$UP/
 ran() { [ -e "$BOX/ran" ] && echo ran || echo not-run; }
+# count PATTERN FILE: the lines of FILE that match, 0 when there is no FILE.
+count() { if [ -f "$2" ]; then grep -c -- "$1" "$2"; else echo 0; fi; }
 # pubkeys FILE: the number of PEM public keys in FILE.
-pubkeys() { cat "$1" 2>/dev/null | grep -c -- "-----BEGIN PUBLIC KEY-----"; }
+pubkeys() { count "-----BEGIN PUBLIC KEY-----" "$1"; }
 # pubkey_n FILE N: the Nth PEM public key of FILE, as openssl reads it back (DER hex).
 pubkey_n() {
 	awk -v n="$2" '/-----BEGIN PUBLIC KEY-----/ { k++ } k == n { print }
@@ -49,7 +51,7 @@ spawn_run one $A -- sh -c 'u=$1; shift; "$@" "$u" > code; : > ready
     sh "$OK_URL" $CURL
 ONE=$SPAWNED
 wait_for -e "$BOX/ready"
-CONF=$(ls "$XDG_RUNTIME_DIR"/egress-run.*/egressd.conf 2>/dev/null | head -n 1)
+for CONF in "$XDG_RUNTIME_DIR"/egress-run.*/egressd.conf; do break; done
 SK=$(sed -n 's/^signing-key //p' "$CONF" 2>/dev/null)
 expect_match "egressd.conf names a signing key in the runtime folder" \
     "^$XDG_RUNTIME_DIR/egress-run\.[^/]+/[^/]+$" "$SK"
@@ -160,7 +162,7 @@ for st in pub jsonl; do
 	erun --allow "ok.e2e.test:$UP" $DNSARGS --receipts "$NR" --rw "$T" -- \
 	    sh -c "echo forged >> '$T'; touch ran"
 	expect_eq "a --rw of the $st file before it exists: 125, nothing ran, nothing forged" \
-	    "125 not-run 0" "$rc $(ran) $(cat "$T" 2>/dev/null | grep -c forged)"
+	    "125 not-run 0" "$rc $(ran) $(count forged "$T")"
 	expect_match "... says why" "--rw $T: No such file or directory" "$err"
 done
 expect_clean "refused run"
