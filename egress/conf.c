@@ -42,11 +42,9 @@ conf_error(struct conf_parse *cp, size_t col, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s:%u:%zu: ", cp->file, cp->line, col);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	log_startupx_atv(cp->file, cp->line, col, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	cp->errors++;
 }
 
@@ -543,14 +541,14 @@ conf_load(const char *file)
 	    &(const char *){ NULL });
 	c->synth_max = SYNTH_MAX_DEFAULT;
 	if ((fp = fopen(file, "re")) == NULL) {
-		fprintf(stderr, "%s: %s\n", file, strerror(errno));
+		log_startupx_at(file, 0, 0, "%s", strerror(errno));
 		conf_free(c);
 		return NULL;
 	}
 	len = fread(buf, 1, sizeof(buf), fp);
 	fclose(fp);
 	if (len > CONF_MAX_BYTES) {
-		fprintf(stderr, "%s: larger than %u bytes\n", file, CONF_MAX_BYTES);
+		log_startupx_at(file, 0, 0, "larger than %u bytes", CONF_MAX_BYTES);
 		conf_free(c);
 		return NULL;
 	}
