@@ -27,8 +27,11 @@ struct fields_case {
 	unsigned char byte;     /* want -1, FIELDS_BAD_BYTE */
 };
 
-/* Fields and columns: split at spaces and tabs, runs of them count as one. */
-static const struct fields_case split_cases[] = {
+/* A row that starts a tcase: its name, then its cases up to the next such row. */
+#define GROUP(name) { NULL, 0, 0, (name), NULL, 0, 0, 0 }
+
+static const struct fields_case cases[] = {
+	GROUP("fields and columns: split at runs of spaces and tabs (columns 1-based)"),
 	{ "allow example.com 443", 0, 3, "allow|example.com|443|", "1,7,19,", 0, 0, 0 },
 	{ "a", 0, 1, "a|", "1,", 0, 0, 0 },
 	{ "  \t a \t\t bb  ", 0, 2, "a|bb|", "5,10,", 0, 0, 0 },
@@ -36,10 +39,7 @@ static const struct fields_case split_cases[] = {
 	{ "", 0, 0, "", "", 0, 0, 0 },
 	{ " \t \t", 0, 0, "", "", 0, 0, 0 },
 	{ "x=1,y:2/3", 0, 1, "x=1,y:2/3|", "1,", 0, 0, 0 },
-};
-
-/* Comments: '#' ends the fields, at a field's start or inside one; any byte after it. */
-static const struct fields_case comment_cases[] = {
+	GROUP("comments: '#' ends the fields, at a field's start or inside one; any byte after"),
 	{ "# a comment", 0, 0, "", "", 0, 0, 0 },
 	{ "allow a # b c", 0, 2, "allow|a|", "1,7,", 0, 0, 0 },
 	{ "allow a#b", 0, 2, "allow|a|", "1,7,", 0, 0, 0 },
@@ -47,10 +47,7 @@ static const struct fields_case comment_cases[] = {
 	{ "#", 0, 0, "", "", 0, 0, 0 },
 	{ "a b c d e # fields before the comment count", 0, -1, NULL, NULL, FIELDS_TOO_MANY, 9,
 	    0 },
-};
-
-/* Bad bytes in a field: control bytes, DEL, NUL and non-ASCII, at their column. */
-static const struct fields_case byte_cases[] = {
+	GROUP("bad bytes in a field: control, DEL, NUL, non-ASCII, at their column"),
 	{ "allow a\x01 443", 0, -1, NULL, NULL, FIELDS_BAD_BYTE, 8, 0x01 },
 	{ "a\rb", 0, -1, NULL, NULL, FIELDS_BAD_BYTE, 2, '\r' },
 	{ "a \r", 0, -1, NULL, NULL, FIELDS_BAD_BYTE, 3, '\r' },
@@ -60,19 +57,13 @@ static const struct fields_case byte_cases[] = {
 	{ "\x1b", 0, -1, NULL, NULL, FIELDS_BAD_BYTE, 1, 0x1b },
 	/* A bad byte in the field beyond the limit: the byte is reported, it comes first. */
 	{ "a b c d e\x02", 0, -1, NULL, NULL, FIELDS_BAD_BYTE, 10, 0x02 },
-};
-
-/* The limit: MAXF fields fit; the next one is an error at its start. */
-static const struct fields_case limit_cases[] = {
+	GROUP("the field limit: MAXF fields fit, the next is an error at its start"),
 	{ "a b c d", 0, 4, "a|b|c|d|", "1,3,5,7,", 0, 0, 0 },
 	{ "a b c d ", 0, 4, "a|b|c|d|", "1,3,5,7,", 0, 0, 0 },
 	{ "a b c d e", 0, -1, NULL, NULL, FIELDS_TOO_MANY, 9, 0 },
 	{ "a b c d   eee f", 0, -1, NULL, NULL, FIELDS_TOO_MANY, 11, 0 },
 	{ "a b c d #e", 0, 4, "a|b|c|d|", "1,3,5,7,", 0, 0, 0 },
-};
-
-/* Only len bytes are looked at: what follows in memory is not part of the line. */
-static const struct fields_case len_cases[] = {
+	GROUP("bounded: only len bytes are read, what follows in memory is not the line"),
 	{ "allow a 443", 7, 2, "allow|a|", "1,7,", 0, 0, 0 },
 	{ "ab\x01", 2, 1, "ab|", "1,", 0, 0, 0 },
 	{ "a b c d e", 7, 4, "a|b|c|d|", "1,3,5,7,", 0, 0, 0 },
@@ -112,40 +103,28 @@ check_case(const struct fields_case *c)
 	free(line);
 }
 
-START_TEST(test_split) { check_case(&split_cases[_i]); }
-END_TEST
-START_TEST(test_comment) { check_case(&comment_cases[_i]); }
-END_TEST
-START_TEST(test_byte) { check_case(&byte_cases[_i]); }
-END_TEST
-START_TEST(test_limit) { check_case(&limit_cases[_i]); }
-END_TEST
-START_TEST(test_len) { check_case(&len_cases[_i]); }
+START_TEST(test_case)
+{
+	check_case(&cases[_i]);
+}
 END_TEST
 
 int
 main(void)
 {
 	Suite *s = suite_create("fields");
-	TCase *tc;
 	SRunner *sr;
 	int failed;
 
-	tc = tcase_create("fields and columns: split at runs of spaces and tabs");
-	tcase_add_loop_test(tc, test_split, 0, (int)NELEM(split_cases));
-	suite_add_tcase(s, tc);
-	tc = tcase_create("comments: '#' ends the fields, anything after it");
-	tcase_add_loop_test(tc, test_comment, 0, (int)NELEM(comment_cases));
-	suite_add_tcase(s, tc);
-	tc = tcase_create("bad bytes in a field: control, DEL, NUL, non-ASCII, at their column");
-	tcase_add_loop_test(tc, test_byte, 0, (int)NELEM(byte_cases));
-	suite_add_tcase(s, tc);
-	tc = tcase_create("the field limit: the first extra field, at its start");
-	tcase_add_loop_test(tc, test_limit, 0, (int)NELEM(limit_cases));
-	suite_add_tcase(s, tc);
-	tc = tcase_create("bounded: only len bytes are read");
-	tcase_add_loop_test(tc, test_len, 0, (int)NELEM(len_cases));
-	suite_add_tcase(s, tc);
+	/* One tcase per GROUP row, looping over the rows up to the next one. */
+	for (size_t g = 0, end; g < NELEM(cases); g = end) {
+		TCase *tc = tcase_create(cases[g].fields);
+
+		suite_add_tcase(s, tc);
+		for (end = g + 1; end < NELEM(cases) && cases[end].line != NULL; end++)
+			continue;
+		tcase_add_loop_test(tc, test_case, (int)g + 1, (int)end);
+	}
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
