@@ -34,6 +34,7 @@
 SRC=$(cd "$(dirname "$0")" && pwd)
 B=$(cd "${1:-${EGRESS_BUILD:-.}}" && pwd) || exit 2
 BENCH_PROG=egressd-bench
+BENCH_LABEL_W=40             # the report's label column
 # shellcheck source=bench/lib.sh
 . "$SRC/lib.sh"
 bench_knobs 280
@@ -388,29 +389,23 @@ r_bulk=$(ratio "${BULK_R[egressd]}" "${BULK_R[haproxy]}")
 r_bulkf=$(ratio "${BULKF_R[egressd]}" "${BULKF_R[haproxy]}")
 r_seq=$(ratio "${SEQ_R[egressd]}" "${SEQ_R[squid]}")
 r_par=$(ratio "${PAR_R[egressd]}" "${PAR_R[squid]}")
-printf '%-40s %7s  (target >= 1.00)  %s\n' "bulk     egressd/haproxy ($ONE)" "$r_bulk" \
-    "$(verdict "$r_bulk" ge 1)"
-[ "$PIN" = 1 ] && printf '%-40s %7s  (for information)\n' \
+bench_target "bulk     egressd/haproxy ($ONE)" "$r_bulk" ge 1.00
+[ "$PIN" = 1 ] && bench_row "for information" \
     "bulk     egressd/haproxy (free)" "$r_bulkf"
-printf '%-40s %7s  (target >= 3.00)  %s\n' "setups   egressd/squid seq ($ONE)" "$r_seq" \
-    "$(verdict "$r_seq" ge 3)"
-printf '%-40s %7s  (target >= 3.00)  %s\n' "setups   egressd/squid $CONC-way" "$r_par" \
-    "$(verdict "$r_par" ge 3)"
-printf '%-40s %7s  (target <= 8192)  %s\n' "idle     egressd bytes per tunnel" \
-    "${IDLE_R[egressd]}" "$(verdict "${IDLE_R[egressd]}" le 8192)"
-printf '%-40s %7s\n' "CPU      egressd/squid per setup" \
+bench_target "setups   egressd/squid seq ($ONE)" "$r_seq" ge 3.00
+bench_target "setups   egressd/squid $CONC-way" "$r_par" ge 3.00
+bench_target "idle     egressd bytes per tunnel" "${IDLE_R[egressd]}" le 8192
+bench_row "" "CPU      egressd/squid per setup" \
     "$(ratio "${SETUP_R[egressd]}" "${SETUP_R[squid]}")"
-printf '%-40s %7s\n' "CPU      egressd/haproxy per GiB" \
+bench_row "" "CPU      egressd/haproxy per GiB" \
     "$(ratio "${GIB_R[egressd]}" "${GIB_R[haproxy]}")"
-printf '%-40s %7s\n' "for scale: haproxy/squid setups seq" \
+bench_row "" "for scale: haproxy/squid setups seq" \
     "$(ratio "${SEQ_R[haproxy]}" "${SEQ_R[squid]}")"
 r_cb=$(ratio "${BULK_R[egress-chain]:-}" "${BULK_R[haproxy]:-}")
 r_cs=$(ratio "${BULK_R[egress-chain]:-}" "${BULK_R[socat-chain]:-}")
-printf '%-40s %7s  (target >= 0.90)  %s\n' "chain    relay+egressd/haproxy ($ONE)" "$r_cb" \
-    "$(verdict "$r_cb" ge 0.9)"
-printf '%-40s %7s  (target >= 2.00)  %s\n' "chain    relay+egressd/socat chain" "$r_cs" \
-    "$(verdict "$r_cs" ge 2)"
-printf '%-40s %7s\n' "chain    setups seq relay+egressd/socat" \
+bench_target "chain    relay+egressd/haproxy ($ONE)" "$r_cb" ge 0.90
+bench_target "chain    relay+egressd/socat chain" "$r_cs" ge 2.00
+bench_row "" "chain    setups seq relay+egressd/socat" \
     "$(ratio "${SEQ_R[egress-chain]:-}" "${SEQ_R[socat-chain]:-}")"
 if [ -n "${SNI_SEQ[match]:-}" ]; then
 	echo
@@ -420,8 +415,6 @@ if [ -n "${SNI_SEQ[match]:-}" ]; then
 	    "${SNI_SEQ[match]}" "${SNI_PAR[match]}" "$CONC" "${SNI_SEQ[off]}" "${SNI_PAR[off]}" "$CONC"
 	r_sni=$(ratio "${SNI_SEQ[match]}" "${SNI_SEQ[off]}")
 	r_snip=$(ratio "${SNI_PAR[match]}" "${SNI_PAR[off]}")
-	printf '%-40s %7s  (target >= 0.95)  %s\n' "sni      match/off seq ($ONE)" "$r_sni" \
-	    "$(verdict "$r_sni" ge 0.95)"
-	printf '%-40s %7s  (target >= 0.95)  %s\n' "sni      match/off $CONC-way" "$r_snip" \
-	    "$(verdict "$r_snip" ge 0.95)"
+	bench_target "sni      match/off seq ($ONE)" "$r_sni" ge 0.95
+	bench_target "sni      match/off $CONC-way" "$r_snip" ge 0.95
 fi

@@ -3,7 +3,8 @@
 # transparent-bench.sh): the knobs, the budget, the clean-up of what they started, the
 # tcpbench upstream, egressd's configuration and start, one tcpbench measurement, and the
 # ratios and verdicts of the report. Sourced by bash; the caller sets BENCH_PROG (its name
-# in messages), SRC (this directory) and B (the build directory) before it sources this.
+# in messages), BENCH_LABEL_W (the report's label column), SRC (this directory) and B
+# (the build directory) before it sources this.
 #
 # Trusts: the build directory's programs and tcpbench's result lines (key=value); nothing
 # here talks to anything but 127.0.0.1, AF_UNIX sockets in $T and the processes in PIDS.
@@ -226,6 +227,17 @@ verdict() {
 		if (v !~ /^[0-9.]+$/) { print "n/a"; exit }
 		ok = op == "ge" ? v + 0 >= t + 0 : v + 0 <= t + 0
 		print ok ? "met" : "NOT MET" }'
+}
+
+# A report row with a target: label $1, value $2, met when value $3 (ge|le) $4.
+bench_target() {
+	printf '%-*s %7s  (target %s %s)  %s\n' "$BENCH_LABEL_W" "$1" "$2" \
+	    "$([ "$3" = ge ] && echo '>=' || echo '<=')" "$4" "$(verdict "$2" "$3" "$4")"
+}
+
+# A report row without one: a note $1 (may be empty), label $2, value $3.
+bench_row() {
+	printf '%-*s %7s%s\n' "$BENCH_LABEL_W" "$2" "$3" "${1:+  ($1)}"
 }
 
 # The report's first line and the line on how busy the CPUs were ($1, "?" if unknown).

@@ -44,6 +44,7 @@
 SRC=$(cd "$(dirname "$0")" && pwd)
 B=$(cd "${1:-${EGRESS_BUILD:-.}}" && pwd) || exit 2
 BENCH_PROG=transparent-bench
+BENCH_LABEL_W=44             # the report's label column
 # shellcheck source=bench/lib.sh
 . "$SRC/lib.sh"
 
@@ -311,16 +312,13 @@ echo
 r_bulk=$(ratio "${BULK_R[transparent]}" "${BULK_R[proxied]}")
 r_seq=$(ratio "${SEQ_R[transparent]}" "${SEQ_R[proxied]}")
 r_par=$(ratio "${PAR_R[transparent]}" "${PAR_R[proxied]}")
-printf '%-44s %7s  (target >= 0.90)  %s\n' "bulk     transparent/proxied ($ONE)" "$r_bulk" \
-    "$(verdict "$r_bulk" ge 0.9)"
-[ "$PIN" = 1 ] && printf '%-44s %7s  (for information)\n' \
+bench_target "bulk     transparent/proxied ($ONE)" "$r_bulk" ge 0.90
+[ "$PIN" = 1 ] && bench_row "for information" \
     "bulk     transparent/proxied (free)" \
     "$(ratio "${BULKF_R[transparent]}" "${BULKF_R[proxied]}")"
-printf '%-44s %7s  (target >= 0.90)  %s\n' "setups   transparent/proxied seq ($ONE)" "$r_seq" \
-    "$(verdict "$r_seq" ge 0.9)"
-printf '%-44s %7s  (target >= 0.90)  %s\n' "setups   transparent/proxied $CONC-way" "$r_par" \
-    "$(verdict "$r_par" ge 0.9)"
-printf '%-44s %7s\n' "CPU      transparent/proxied per setup" \
+bench_target "setups   transparent/proxied seq ($ONE)" "$r_seq" ge 0.90
+bench_target "setups   transparent/proxied $CONC-way" "$r_par" ge 0.90
+bench_row "" "CPU      transparent/proxied per setup" \
     "$(ratio "${CPU_R[transparent]}" "${CPU_R[proxied]}")"
 echo
 echo "stub resolver (egress-launch's, 127.0.0.53:53 -> egressd), UDP A queries for $NAME," \
@@ -342,5 +340,4 @@ for k in pin1 free1 freeN; do
 		printf "%s + %s + %s = %.1f (%.0f q/s)", s, e, c, t, (t > 0 ? 1e6 / t : 0) }')"
 done
 if [ "$PIN" = 1 ]; then k=pin1; else k=free1; fi
-printf '%-44s %7s  (target >= 20000)  %s\n' "stub     q/s, 1 outstanding ($ONE)" "${DNS_R[$k]}" \
-    "$(verdict "${DNS_R[$k]}" ge 20000)"
+bench_target "stub     q/s, 1 outstanding ($ONE)" "${DNS_R[$k]}" ge 20000
