@@ -31,103 +31,30 @@
 # BENCH_PAR (8000), BENCH_CONC (8), BENCH_IDLE (2000), BENCH_BUDGET (seconds, 280),
 # BENCH_PIN (1), BENCH_KEEP=1 keeps the temporary directory.
 
-set -u
-export LC_ALL=C
-PATH=$PATH:/usr/sbin:/sbin
-
 SRC=$(cd "$(dirname "$0")" && pwd)
 B=$(cd "${1:-${EGRESS_BUILD:-.}}" && pwd) || exit 2
-BULK=${BENCH_BULK:-1G}
-ROUNDS=${BENCH_ROUNDS:-3}
-SEQ=${BENCH_SEQ:-3000}
-PAR=${BENCH_PAR:-8000}
-CONC=${BENCH_CONC:-8}
+BENCH_PROG=egressd-bench
+BENCH_LABEL_W=40             # the report's label column
+# shellcheck source=bench/lib.sh
+. "$SRC/lib.sh"
+bench_knobs 280
 IDLE=${BENCH_IDLE:-2000}
-BUDGET=${BENCH_BUDGET:-280}
-PIN=${BENCH_PIN:-1}
-command -v taskset >/dev/null 2>&1 || PIN=0
-ALLCPUS=0-$(($(nproc) - 1))
-HZ=$(getconf CLK_TCK)
-STARTED=$SECONDS
-
-# Percent of all CPUs busy over one second (/proc/stat): other work skews every number.
-busy_pct() {
-	local a b
-
-	a=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat)
-	sleep 1
-	b=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat)
-	awk -v a="$a" -v b="$b" 'BEGIN { split(a, x); split(b, y); t = y[1] - x[1] + y[2] - x[2]
-		printf "%.0f", (t > 0 ? 100 * (y[1] - x[1]) / t : 0) }'
-}
 BUSY0=$(busy_pct)
-
-die() {
-	echo "egressd-bench: $*" >&2
-	exit 1
-}
 
 [ -x "$B/egressd" ] || die "no egressd in $B (build it there, or pass the build directory)"
 
-T=$(mktemp -d /tmp/egressd-bench.XXXXXX) || die "no temporary directory"
+bench_tmpdir
 chmod 711 "$T"               # squid's own user must reach its subdirectory
-PIDS=()
+BENCH_KILL_CHILDREN=1        # socat forks a child per connection
 RCD_CREATED=
-
-stop_pid() {
-	local pid=$1 i
-
-	kill -TERM "$pid" 2>/dev/null || return 0
-	for i in $(seq 1 30); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
-}
-
-cleanup() {
-	local i pid child
-
-	for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
-		pid=${PIDS[i]}
-		# socat forks a child per connection: those of this socat, by id.
-		for child in $(ps -o pid= --ppid "$pid" 2>/dev/null); do
-			kill -TERM "$child" 2>/dev/null
-		done
-		stop_pid "$pid"
-	done
+bench_on_exit() {
 	[ -n "$RCD_CREATED" ] && rm -f /usr/sbin/policy-rc.d
-	if [ "${BENCH_KEEP:-0}" = 1 ]; then
-		echo "egressd-bench: kept $T" >&2
-	else
-		rm -rf "$T"
-	fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
-
-ulimit -n "$(ulimit -Hn)" 2>/dev/null
-
-left() {
-	echo $((BUDGET - (SECONDS - STARTED)))
-}
-
-# Seconds for one tcpbench call: at most $1, never past the budget.
-cap() {
-	local l
-
-	l=$(left)
-	[ "$l" -lt "$1" ] && echo "$l" || echo "$1"
 }
 
 # --- tools --------------------------------------------------------------------------------
 
-TB=$B/bench/tcpbench
-if [ ! -x "$TB" ]; then
-	TB=$T/tcpbench
-	${CC:-cc} -O2 -o "$TB" "$SRC/tcpbench.c" || die "cannot build tcpbench"
-fi
+# shellcheck disable=SC2119 # no verb to check: every tcpbench has what this uses
+bench_tcpbench
 
 install_missing() {
 	local need=() p
@@ -159,27 +86,14 @@ install_missing
 
 # Polls until a path carries one setup, at most 15 s. $1 path, $2 target.
 wait_ready() {
-	local i
-
-	for i in $(seq 1 150); do
-		"$TB" setups -p "$1" -t "$2" -n 1 -T 2 >/dev/null 2>"$T/ready.err" && return 0
-		sleep 0.1
-	done
+	bench_ready "$1" "$2" && return 0
 	echo "egressd-bench: $1 never came up: $(cat "$T/ready.err")" >&2
 	return 1
 }
 
 # --- the upstream and the proxies ---------------------------------------------------------
 
-"$TB" serve -T 900 0 >"$T/serve.out" 2>"$T/serve.err" &
-PIDS+=($!)
-SERVE_PID=$!
-for i in $(seq 1 50); do
-	grep -q '^listening' "$T/serve.out" && break
-	sleep 0.1
-done
-UP=$(sed -n 's/^listening .*port=\([0-9]*\).*/\1/p' "$T/serve.out")
-[ -n "$UP" ] || die "tcpbench serve did not start: $(cat "$T/serve.err")"
+bench_serve
 TARGET=127.0.0.1:$UP
 read -r P_SOCAT P_HAPROXY P_SQUID P_RELAY P_CHAIN <<<"$("$TB" freeport 5)"
 
@@ -275,51 +189,25 @@ if command -v squid >/dev/null 2>&1; then
 fi
 
 # egressd: one principal allowed the upstream only, loopback permitted, no limit in the way.
-cat >"$T/bench.policy" <<EOF
-allow 127.0.0.1 $UP
-permit-range 127.0.0.0/8
-quota connections 100000
-timeout idle 1h
-EOF
-KEYLINE=
-if [ -x "$B/egress-policy" ] && "$B/egress-policy" keygen "$T/receipt.key" >/dev/null 2>&1
-then
-	KEYLINE="receipt-key $T/receipt.key"
-fi
+bench_policy "$T/bench.policy" 127.0.0.1
 # The SNI guard's cost: the same tunnels by name, carrying a real ClientHello, with the
 # guard on (sni match) and off.
 HELLO=$SRC/../tests/data/tls/curl-tls13.bin
 HELLO_NAME=curl13.example.test
 echo "127.0.0.1 $HELLO_NAME" >"$T/hosts"
 for mode in match off; do
-	cat >"$T/sni-$mode.policy" <<EOF
-allow $HELLO_NAME $UP
-permit-range 127.0.0.0/8
-quota connections 100000
-timeout idle 1h
-sni $mode
-EOF
+	bench_policy "$T/sni-$mode.policy" "$HELLO_NAME" "sni $mode"
 done
-cat >"$T/egressd.conf" <<EOF
-runtime-dir $T/run
-receipts $T/receipts.jsonl
-$KEYLINE
-hosts $T/hosts
-shutdown-grace 1
-principal bench policy $T/bench.policy
-principal sni-match policy $T/sni-match.policy
-principal sni-off policy $T/sni-off.policy
-EOF
-"$B/egressd" -c "$T/egressd.conf" 2>"$T/egressd.log" &
-PIDS+=($!)
-PIDOF[egressd]=$!
-PIDOF[egressd-socks5]=$!
+bench_egressd "bench policy $T/bench.policy" "sni-match policy $T/sni-match.policy" \
+    "sni-off policy $T/sni-off.policy"
+PIDOF[egressd]=$EGRESSD_PID
+PIDOF[egressd-socks5]=$EGRESSD_PID
 PATHOF[egressd]=unix-http:$T/run/bench.sock
 PATHOF[egressd-socks5]=unix-socks5:$T/run/bench.sock
 
 # The whole sandbox chain: client -> egress-relay (loopback TCP) -> egressd -> upstream.
 if [ -x "$B/egress-relay" ]; then
-	for _ in $(seq 50); do [ -S "$T/run/bench.sock" ] && break; sleep 0.1; done
+	bench_wait_socket "$T/run/bench.sock"
 	"$B/egress-relay" --listen "127.0.0.1:$P_RELAY" --egress "$T/run/bench.sock" \
 	    --max-conns 4096 2>"$T/relay.err" &
 	PIDS+=($!)
@@ -336,25 +224,6 @@ done
 # --- measurements -------------------------------------------------------------------------
 
 declare -A BULK_R BULKF_R SEQ_R PAR_R IDLE_R GIB_R SETUP_R
-
-# Runs tcpbench (under $WRAP); prints the value of key $1 of its result line, or "fail".
-WRAP=()
-measure() {
-	local key=$1 out
-
-	shift
-	if [ "$(left)" -lt 5 ]; then
-		echo "skip"
-		return
-	fi
-	if out=$("${WRAP[@]}" "$TB" "$@" 2>"$T/tb.err"); then
-		sed -n "s/.* $key=\([0-9.]*\).*/\1/p" <<<"$out"
-		echo "$out" >>"$T/results.txt"
-	else
-		echo "egressd-bench: tcpbench $*: $(head -3 "$T/tb.err")" >&2
-		echo "fail"
-	fi
-}
 
 # CPU ticks of a process and its reaped children (socat forks one per connection).
 ticks() {
@@ -382,16 +251,6 @@ pin() {
 	for pid in "$SERVE_PID" $proxy ${proxy:+${ALSO[$proxy]:-}}; do
 		[ -n "$pid" ] && taskset -a -p -c "$cpus" "$pid" >/dev/null 2>&1
 	done
-}
-
-# 1G, 512M, 64K or a plain count of bytes.
-bytes_of() {
-	case $1 in
-	*G) echo $((${1%G} << 30)) ;;
-	*M) echo $((${1%M} << 20)) ;;
-	*K) echo $((${1%K} << 10)) ;;
-	*) echo "$1" ;;
-	esac
 }
 
 rss_kib() {
@@ -493,33 +352,16 @@ fi
 
 # --- report -------------------------------------------------------------------------------
 
-ratio() {
-	awk -v a="$1" -v b="$2" 'BEGIN {
-		if (a !~ /^[0-9.]+$/ || b !~ /^[0-9.]+$/ || b == 0) { print "n/a"; exit }
-		printf "%.2f", a / b }'
-}
-
-# $1 value, $2 op (ge|le), $3 bound
-verdict() {
-	awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN {
-		if (v !~ /^[0-9.]+$/) { print "n/a"; exit }
-		ok = op == "ge" ? v + 0 >= t + 0 : v + 0 <= t + 0
-		print ok ? "met" : "NOT MET" }'
-}
-
 version() {
 	"$@" 2>&1 | grep -m1 -i version | sed 's/ - http.*//; s/^ *//' | cut -c1-60
 }
 
-echo
-echo "egressd-bench: $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) CPUs, Linux $(uname -r)," \
-    "$((SECONDS - STARTED)) s"
+bench_report_head
 echo "  egressd $B/egressd; upstream tcpbench on $TARGET; receipts ${KEYLINE:+with HMAC}"
 command -v haproxy >/dev/null 2>&1 && echo "  $(version haproxy -v)"
 command -v squid >/dev/null 2>&1 && echo "  $(version squid -v)"
 command -v socat >/dev/null 2>&1 && echo "  $(version socat -V)"
-echo "  CPUs busy before the start: $BUSY0%$([ "$BUSY0" -gt 20 ] &&
-    echo ": other work was running, the numbers are skewed")"
+bench_busy_line "$BUSY0"
 if [ "$PIN" = 1 ]; then
 	ONE="1 CPU"
 	echo "  bulk: $BULK down, best of $ROUNDS, all on CPU 0 and again unpinned;" \
@@ -547,29 +389,23 @@ r_bulk=$(ratio "${BULK_R[egressd]}" "${BULK_R[haproxy]}")
 r_bulkf=$(ratio "${BULKF_R[egressd]}" "${BULKF_R[haproxy]}")
 r_seq=$(ratio "${SEQ_R[egressd]}" "${SEQ_R[squid]}")
 r_par=$(ratio "${PAR_R[egressd]}" "${PAR_R[squid]}")
-printf '%-40s %7s  (target >= 1.00)  %s\n' "bulk     egressd/haproxy ($ONE)" "$r_bulk" \
-    "$(verdict "$r_bulk" ge 1)"
-[ "$PIN" = 1 ] && printf '%-40s %7s  (for information)\n' \
+bench_target "bulk     egressd/haproxy ($ONE)" "$r_bulk" ge 1.00
+[ "$PIN" = 1 ] && bench_row "for information" \
     "bulk     egressd/haproxy (free)" "$r_bulkf"
-printf '%-40s %7s  (target >= 3.00)  %s\n' "setups   egressd/squid seq ($ONE)" "$r_seq" \
-    "$(verdict "$r_seq" ge 3)"
-printf '%-40s %7s  (target >= 3.00)  %s\n' "setups   egressd/squid $CONC-way" "$r_par" \
-    "$(verdict "$r_par" ge 3)"
-printf '%-40s %7s  (target <= 8192)  %s\n' "idle     egressd bytes per tunnel" \
-    "${IDLE_R[egressd]}" "$(verdict "${IDLE_R[egressd]}" le 8192)"
-printf '%-40s %7s\n' "CPU      egressd/squid per setup" \
+bench_target "setups   egressd/squid seq ($ONE)" "$r_seq" ge 3.00
+bench_target "setups   egressd/squid $CONC-way" "$r_par" ge 3.00
+bench_target "idle     egressd bytes per tunnel" "${IDLE_R[egressd]}" le 8192
+bench_row "" "CPU      egressd/squid per setup" \
     "$(ratio "${SETUP_R[egressd]}" "${SETUP_R[squid]}")"
-printf '%-40s %7s\n' "CPU      egressd/haproxy per GiB" \
+bench_row "" "CPU      egressd/haproxy per GiB" \
     "$(ratio "${GIB_R[egressd]}" "${GIB_R[haproxy]}")"
-printf '%-40s %7s\n' "for scale: haproxy/squid setups seq" \
+bench_row "" "for scale: haproxy/squid setups seq" \
     "$(ratio "${SEQ_R[haproxy]}" "${SEQ_R[squid]}")"
 r_cb=$(ratio "${BULK_R[egress-chain]:-}" "${BULK_R[haproxy]:-}")
 r_cs=$(ratio "${BULK_R[egress-chain]:-}" "${BULK_R[socat-chain]:-}")
-printf '%-40s %7s  (target >= 0.90)  %s\n' "chain    relay+egressd/haproxy ($ONE)" "$r_cb" \
-    "$(verdict "$r_cb" ge 0.9)"
-printf '%-40s %7s  (target >= 2.00)  %s\n' "chain    relay+egressd/socat chain" "$r_cs" \
-    "$(verdict "$r_cs" ge 2)"
-printf '%-40s %7s\n' "chain    setups seq relay+egressd/socat" \
+bench_target "chain    relay+egressd/haproxy ($ONE)" "$r_cb" ge 0.90
+bench_target "chain    relay+egressd/socat chain" "$r_cs" ge 2.00
+bench_row "" "chain    setups seq relay+egressd/socat" \
     "$(ratio "${SEQ_R[egress-chain]:-}" "${SEQ_R[socat-chain]:-}")"
 if [ -n "${SNI_SEQ[match]:-}" ]; then
 	echo
@@ -579,8 +415,6 @@ if [ -n "${SNI_SEQ[match]:-}" ]; then
 	    "${SNI_SEQ[match]}" "${SNI_PAR[match]}" "$CONC" "${SNI_SEQ[off]}" "${SNI_PAR[off]}" "$CONC"
 	r_sni=$(ratio "${SNI_SEQ[match]}" "${SNI_SEQ[off]}")
 	r_snip=$(ratio "${SNI_PAR[match]}" "${SNI_PAR[off]}")
-	printf '%-40s %7s  (target >= 0.95)  %s\n' "sni      match/off seq ($ONE)" "$r_sni" \
-	    "$(verdict "$r_sni" ge 0.95)"
-	printf '%-40s %7s  (target >= 0.95)  %s\n' "sni      match/off $CONC-way" "$r_snip" \
-	    "$(verdict "$r_snip" ge 0.95)"
+	bench_target "sni      match/off seq ($ONE)" "$r_sni" ge 0.95
+	bench_target "sni      match/off $CONC-way" "$r_snip" ge 0.95
 fi

@@ -41,28 +41,12 @@
 # BENCH_DNS_OUT (8), BENCH_TW_REUSE (1), BENCH_BUDGET (seconds, 240), BENCH_PIN (1),
 # BENCH_KEEP=1 keeps the temporary directory.
 
-set -u
-export LC_ALL=C
-PATH=$PATH:/usr/sbin:/sbin
-
-die() {
-	echo "transparent-bench: $*" >&2
-	exit 1
-}
-
 SRC=$(cd "$(dirname "$0")" && pwd)
 B=$(cd "${1:-${EGRESS_BUILD:-.}}" && pwd) || exit 2
-
-# Percent of all CPUs busy over one second (/proc/stat): other work skews every number.
-busy_pct() {
-	local a b
-
-	a=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat)
-	sleep 1
-	b=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat)
-	awk -v a="$a" -v b="$b" 'BEGIN { split(a, x); split(b, y); t = y[1] - x[1] + y[2] - x[2]
-		printf "%.0f", (t > 0 ? 100 * (y[1] - x[1]) / t : 0) }'
-}
+BENCH_PROG=transparent-bench
+BENCH_LABEL_W=44             # the report's label column
+# shellcheck source=bench/lib.sh
+. "$SRC/lib.sh"
 
 # First the namespace: everything below runs in it, and dies with it.
 if [ "${TRANSPARENT_BENCH_NS:-}" != 1 ]; then
@@ -74,20 +58,10 @@ if [ "${TRANSPARENT_BENCH_NS:-}" != 1 ]; then
 	    unshare -n -- "$0" "$B"
 fi
 
-BULK=${BENCH_BULK:-1G}
-ROUNDS=${BENCH_ROUNDS:-3}
-SEQ=${BENCH_SEQ:-3000}
-PAR=${BENCH_PAR:-8000}
-CONC=${BENCH_CONC:-8}
+bench_knobs 240
 REPS=${BENCH_REPS:-3}
 DNSN=${BENCH_DNS:-50000}
 DNSOUT=${BENCH_DNS_OUT:-8}
-BUDGET=${BENCH_BUDGET:-240}
-PIN=${BENCH_PIN:-1}
-command -v taskset >/dev/null 2>&1 || PIN=0
-ALLCPUS=0-$(($(nproc) - 1))
-HZ=$(getconf CLK_TCK)
-STARTED=$SECONDS
 BUSY0=${TRANSPARENT_BENCH_BUSY:-?}
 NAME=up.bench.test
 
@@ -95,55 +69,8 @@ for p in egressd egress-relay egress-launch egress-policy; do
 	[ -x "$B/$p" ] || die "no $p in $B (build it there, or pass the build directory)"
 done
 
-T=$(mktemp -d /tmp/transparent-bench.XXXXXX) || die "no temporary directory"
-PIDS=()
-
-stop_pid() {
-	local pid=$1 i
-
-	kill -TERM "$pid" 2>/dev/null || return 0
-	for i in $(seq 1 30); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
-}
-
-cleanup() {
-	local i
-
-	for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
-		stop_pid "${PIDS[i]}"
-	done
-	if [ "${BENCH_KEEP:-0}" = 1 ]; then
-		echo "transparent-bench: kept $T" >&2
-	else
-		rm -rf "$T"
-	fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
-
-ulimit -n "$(ulimit -Hn)" 2>/dev/null
-
-left() {
-	echo $((BUDGET - (SECONDS - STARTED)))
-}
-
-# Seconds for one tcpbench call: at most $1, never past the budget.
-cap() {
-	local l
-
-	l=$(left)
-	[ "$l" -lt "$1" ] && echo "$l" || echo "$1"
-}
-
-TB=$B/bench/tcpbench
-if [ ! -x "$TB" ] || ! "$TB" dns 2>&1 | grep -q 'usage'; then
-	TB=$T/tcpbench
-	${CC:-cc} -O2 -o "$TB" "$SRC/tcpbench.c" || die "cannot build tcpbench"
-fi
+bench_tmpdir
+bench_tcpbench dns
 
 # --- the namespace: loopback, the synthetic range local, nft REDIRECT ---------------------
 
@@ -163,41 +90,15 @@ printf 'table ip transparent_bench {\n chain out {\n  type nat hook output prior
 
 # --- the upstream, egressd, egress-relay ---------------------------------------------------
 
-"$TB" serve -T 900 0 >"$T/serve.out" 2>"$T/serve.err" &
-PIDS+=($!)
-SERVE_PID=$!
-for _ in $(seq 1 50); do
-	grep -q '^listening' "$T/serve.out" && break
-	sleep 0.1
-done
-UP=$(sed -n 's/^listening .*port=\([0-9]*\).*/\1/p' "$T/serve.out")
-[ -n "$UP" ] || die "tcpbench serve did not start: $(cat "$T/serve.err")"
+bench_serve
 
 # One principal allowed the upstream by name (static in egressd's hosts), receipts with
 # HMAC as in production, no limit in the way.
 echo "127.0.0.1 $NAME" >"$T/hosts"
-cat >"$T/bench.policy" <<EOF
-allow $NAME $UP
-permit-range 127.0.0.0/8
-quota connections 100000
-timeout idle 1h
-EOF
-KEYLINE=
-"$B/egress-policy" keygen "$T/receipt.key" >/dev/null 2>&1 && KEYLINE="receipt-key $T/receipt.key"
-cat >"$T/egressd.conf" <<EOF
-runtime-dir $T/run
-receipts $T/receipts.jsonl
-$KEYLINE
-hosts $T/hosts
-shutdown-grace 1
-principal bench policy $T/bench.policy
-EOF
-"$B/egressd" -c "$T/egressd.conf" 2>"$T/egressd.log" &
-PIDS+=($!)
-EGRESSD_PID=$!
+bench_policy "$T/bench.policy" "$NAME"
+bench_egressd "bench policy $T/bench.policy"
 SOCK=$T/run/bench.sock
-for _ in $(seq 50); do [ -S "$SOCK" ] && break; sleep 0.1; done
-[ -S "$SOCK" ] || die "egressd did not start: $(tail -3 "$T/egressd.log")"
+bench_wait_socket "$SOCK" || die "egressd did not start: $(tail -3 "$T/egressd.log")"
 
 # One relay carries both paths: the proxy listener and the transparent one.
 "$B/egress-relay" --listen "127.0.0.1:$P_RELAY" --transparent "127.0.0.1:$P_TRANS" \
@@ -221,16 +122,7 @@ PATHOF[transparent]=tcp:$SYN:$UP
 
 # Polls until a path carries one setup, at most 15 s.
 for n in "${NAMES[@]}"; do
-	ok=
-	for _ in $(seq 1 150); do
-		if "$TB" setups -p "${PATHOF[$n]}" ${TARGETOF[$n]:+-t "${TARGETOF[$n]}"} -n 1 \
-		    -T 2 >/dev/null 2>"$T/ready.err"; then
-			ok=1
-			break
-		fi
-		sleep 0.1
-	done
-	[ -n "$ok" ] || die "$n (${PATHOF[$n]}) never carried a setup: $(cat "$T/ready.err")"
+	bench_ready "${PATHOF[$n]}" "${TARGETOF[$n]:-}" || die "$n (${PATHOF[$n]}) never carried a setup: $(cat "$T/ready.err")"
 done
 
 # --- measurements -------------------------------------------------------------------------
@@ -243,7 +135,6 @@ pin() {
 		taskset -a -p -c "$1" "$pid" >/dev/null 2>&1
 	done
 }
-WRAP=()
 pinned() {
 	if [ "$PIN" = 1 ]; then
 		pin 0
@@ -254,25 +145,6 @@ unpinned() {
 	if [ "$PIN" = 1 ]; then
 		pin "$ALLCPUS"
 		WRAP=()
-	fi
-}
-
-# Runs one tcpbench call (under $WRAP); prints the value of key $1 of its result line,
-# or "fail" / "skip".
-measure() {
-	local key=$1 out
-
-	shift
-	if [ "$(left)" -lt 5 ]; then
-		echo skip
-		return
-	fi
-	if out=$("${WRAP[@]}" "$TB" "$@" 2>"$T/tb.err"); then
-		sed -n "s/.* $key=\([0-9.]*\).*/\1/p" <<<"$out"
-		echo "$out" >>"$T/results.txt"
-	else
-		echo "transparent-bench: tcpbench $*: $(head -3 "$T/tb.err")" >&2
-		echo fail
 	fi
 }
 
@@ -293,16 +165,6 @@ ticks() {
 		sum=$((sum + ${v:-0}))
 	done
 	echo "$sum"
-}
-
-# 1G, 512M, 64K or a plain count of bytes.
-bytes_of() {
-	case $1 in
-	*G) echo $((${1%G} << 30)) ;;
-	*M) echo $((${1%M} << 20)) ;;
-	*K) echo $((${1%K} << 10)) ;;
-	*) echo "$1" ;;
-	esac
 }
 
 declare -A BULK_R BULKF_R SEQ_R PAR_R CPU_R TK
@@ -422,27 +284,11 @@ stub_best freeN "$DNSOUT"
 
 # --- report -------------------------------------------------------------------------------
 
-ratio() {
-	awk -v a="$1" -v b="$2" 'BEGIN {
-		if (a !~ /^[0-9.]+$/ || b !~ /^[0-9.]+$/ || b == 0) { print "n/a"; exit }
-		printf "%.2f", a / b }'
-}
-
-# $1 value, $2 bound: met when value >= bound.
-verdict() {
-	awk -v v="$1" -v t="$2" 'BEGIN {
-		if (v !~ /^[0-9.]+$/) { print "n/a"; exit }
-		print (v + 0 >= t + 0 ? "met" : "NOT MET") }'
-}
-
 if [ "$PIN" = 1 ]; then ONE="1 CPU"; else ONE=free; fi
-echo
-echo "transparent-bench: $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) CPUs, Linux $(uname -r)," \
-    "$((SECONDS - STARTED)) s"
+bench_report_head
 echo "  egressd, egress-relay, egress-launch from $B; upstream tcpbench on 127.0.0.1:$UP" \
     "as $NAME (synthetic $SYN); receipts ${KEYLINE:+with HMAC}"
-echo "  CPUs busy before the start: $BUSY0%$([ "$BUSY0" != "?" ] && [ "$BUSY0" -gt 20 ] &&
-    echo ": other work was running, the numbers are skewed")"
+bench_busy_line "$BUSY0"
 if [ "$PIN" = 1 ]; then
 	echo "  bulk: $BULK down, best of $ROUNDS, all on CPU 0 and again unpinned;" \
 	    "setups: $SEQ sequential all on CPU 0, $PAR $CONC-way unpinned, best of $REPS;" \
@@ -466,16 +312,13 @@ echo
 r_bulk=$(ratio "${BULK_R[transparent]}" "${BULK_R[proxied]}")
 r_seq=$(ratio "${SEQ_R[transparent]}" "${SEQ_R[proxied]}")
 r_par=$(ratio "${PAR_R[transparent]}" "${PAR_R[proxied]}")
-printf '%-44s %7s  (target >= 0.90)  %s\n' "bulk     transparent/proxied ($ONE)" "$r_bulk" \
-    "$(verdict "$r_bulk" 0.9)"
-[ "$PIN" = 1 ] && printf '%-44s %7s  (for information)\n' \
+bench_target "bulk     transparent/proxied ($ONE)" "$r_bulk" ge 0.90
+[ "$PIN" = 1 ] && bench_row "for information" \
     "bulk     transparent/proxied (free)" \
     "$(ratio "${BULKF_R[transparent]}" "${BULKF_R[proxied]}")"
-printf '%-44s %7s  (target >= 0.90)  %s\n' "setups   transparent/proxied seq ($ONE)" "$r_seq" \
-    "$(verdict "$r_seq" 0.9)"
-printf '%-44s %7s  (target >= 0.90)  %s\n' "setups   transparent/proxied $CONC-way" "$r_par" \
-    "$(verdict "$r_par" 0.9)"
-printf '%-44s %7s\n' "CPU      transparent/proxied per setup" \
+bench_target "setups   transparent/proxied seq ($ONE)" "$r_seq" ge 0.90
+bench_target "setups   transparent/proxied $CONC-way" "$r_par" ge 0.90
+bench_row "" "CPU      transparent/proxied per setup" \
     "$(ratio "${CPU_R[transparent]}" "${CPU_R[proxied]}")"
 echo
 echo "stub resolver (egress-launch's, 127.0.0.53:53 -> egressd), UDP A queries for $NAME," \
@@ -497,5 +340,4 @@ for k in pin1 free1 freeN; do
 		printf "%s + %s + %s = %.1f (%.0f q/s)", s, e, c, t, (t > 0 ? 1e6 / t : 0) }')"
 done
 if [ "$PIN" = 1 ]; then k=pin1; else k=free1; fi
-printf '%-44s %7s  (target >= 20000)  %s\n' "stub     q/s, 1 outstanding ($ONE)" "${DNS_R[$k]}" \
-    "$(verdict "${DNS_R[$k]}" 20000)"
+bench_target "stub     q/s, 1 outstanding ($ONE)" "${DNS_R[$k]}" ge 20000

@@ -37,6 +37,15 @@ _Static_assert(EGRESS_ERR_NOT_ALLOWLISTED ==
     -(EGRESS_REASON_CODE_BASE + EGRESS_NOT_ALLOWLISTED), "egress.h's codes follow the table");
 _Static_assert(EGRESS_ERR_SHUTDOWN == -(EGRESS_REASON_CODE_BASE + EGRESS_SHUTDOWN) &&
     EGRESS_SHUTDOWN == EGRESS_REASON_COUNT - 1, "egress.h's codes end where the table ends");
+/* egress.h names EGF1's magic and sizes for its users; proto/fd4.h, which owns the format,
+ * has its own (the public header includes no internal one). check_fd4 compares the magic's
+ * bytes, which C cannot do at compile time. */
+_Static_assert(sizeof(EGRESS_FD4_MAGIC) == sizeof(FD4_MAGIC) &&
+    sizeof(FD4_MAGIC) == FD4_MAGIC_LEN + 1, "one magic length");
+_Static_assert(EGRESS_FD4_HOST_MAX == FD4_HOST_MAX, "one host limit");
+_Static_assert(EGRESS_FD4_REQUEST_HEAD == FD4_REQUEST_HEAD &&
+    EGRESS_FD4_REQUEST_MAX == FD4_REQUEST_MAX, "one request layout");
+_Static_assert(EGRESS_FD4_REPLY == FD4_REPLY_LEN, "one reply size");
 
 const char *
 egress_strerror(int code)

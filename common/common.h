@@ -119,6 +119,13 @@ void egress_key_clear(struct egress_key *key);
 #define EGRESS_ED25519_SIGLEN 64
 void *egress_ed25519_load(const char *path, bool private_key, char *err, size_t errlen);
 void egress_ed25519_free(void *key);
+/* Every public key of a PEM file of one or more (NULL and *n 0 on failure). */
+#define EGRESS_ED25519_PUBS_MAX 65536
+void **egress_ed25519_load_pubs(const char *path, size_t *n, char *err, size_t errlen);
+void egress_ed25519_free_pubs(void **keys, size_t n);
+/* A fresh pair: the private key written to priv_path (0600, O_EXCL), the public as PEM. */
+int egress_ed25519_generate(const char *priv_path, char **pub, size_t *publen, char *err,
+    size_t errlen);
 int egress_ed25519_sign(void *key, const void *msg, size_t len,
     uint8_t sig[EGRESS_ED25519_SIGLEN]);
 bool egress_ed25519_verify(void *key, const void *msg, size_t len,

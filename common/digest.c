@@ -1,6 +1,8 @@
 /*
  * digest.c: SHA-256, HMAC-SHA256 (libcrypto) and key files. Keys are read raw and
  * wiped after use; a key file must be a regular file of EGRESS_KEY_MIN..EGRESS_KEY_MAX bytes.
+ * Ed25519 keys are PEM (libcrypto parses them); a public key file is trusted for no more
+ * than the keys it holds (at most EGRESS_ED25519_PUBS_MAX).
  */
 #include "config.h"
 
@@ -13,7 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/bio.h>
 #include <openssl/crypto.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/core_names.h>
 #include <openssl/params.h>
@@ -218,6 +222,146 @@ void
 egress_ed25519_free(void *key)
 {
 	EVP_PKEY_free(key);
+}
+
+/*
+ * Every PEM public key in path, in file order: a file may hold several (egress-run appends
+ * one per run to the public key file beside its receipts, which all runs share). Reading
+ * stops at the end of the file; anything else that is not an Ed25519 public key, or more
+ * than EGRESS_ED25519_PUBS_MAX of them, refuses the whole file.
+ */
+void **
+egress_ed25519_load_pubs(const char *path, size_t *n, char *err, size_t errlen)
+{
+	FILE *fp = fopen(path, "re");
+	BIO *bio;
+	void **keys = NULL;
+	char *name = NULL, *header = NULL;
+	unsigned char *der = NULL;
+	long derlen;
+	unsigned long e;
+
+	*n = 0;
+	if (fp == NULL) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if ((bio = BIO_new_fp(fp, BIO_CLOSE)) == NULL) {
+		fclose(fp);
+		snprintf(err, errlen, "%s: libcrypto: no memory", path);
+		return NULL;
+	}
+	ERR_clear_error();
+	/*
+	 * The PEM framing first (its reader tells the end of the file from a torn block,
+	 * which libcrypto 3's key decoders do not), then each block's key.
+	 */
+	while (PEM_read_bio(bio, &name, &header, &der, &derlen) == 1) {
+		const unsigned char *p = der;
+		EVP_PKEY *k = NULL;
+
+		if (strcmp(name, PEM_STRING_PUBLIC) == 0 && header[0] == '\0' &&
+		    *n < EGRESS_ED25519_PUBS_MAX)
+			k = d2i_PUBKEY(NULL, &p, derlen);
+		if (k == NULL || p != der + derlen || EVP_PKEY_get_id(k) != EVP_PKEY_ED25519) {
+			snprintf(err, errlen, "%s: key %zu: %s", path, *n + 1,
+			    *n == EGRESS_ED25519_PUBS_MAX ? "too many keys" :
+			    "not an Ed25519 public key (openssl genpkey -algorithm ed25519, then "
+			    "openssl pkey -pubout)");
+			EVP_PKEY_free(k);
+			goto fail;
+		}
+		OPENSSL_free(name);
+		OPENSSL_free(header);
+		OPENSSL_free(der);
+		name = header = NULL;
+		der = NULL;
+		keys = xreallocarray(keys, *n + 1, sizeof(*keys));
+		keys[(*n)++] = k;
+	}
+	/* The end of the file is "no start line"; a torn or foreign block is not. */
+	e = ERR_peek_last_error();
+	if (*n == 0 || ERR_GET_LIB(e) != ERR_LIB_PEM || ERR_GET_REASON(e) != PEM_R_NO_START_LINE) {
+		if (*n == 0)
+			snprintf(err, errlen, "%s: not an Ed25519 public key in PEM (openssl "
+			    "genpkey -algorithm ed25519, then openssl pkey -pubout)", path);
+		else
+			snprintf(err, errlen, "%s: after key %zu: not a whole PEM block", path, *n);
+		goto fail;
+	}
+	ERR_clear_error();
+	BIO_free(bio);
+	return keys;
+fail:
+	ERR_clear_error();
+	OPENSSL_free(name);
+	OPENSSL_free(header);
+	OPENSSL_free(der);
+	BIO_free(bio);
+	egress_ed25519_free_pubs(keys, *n);
+	*n = 0;
+	return NULL;
+}
+
+void
+egress_ed25519_free_pubs(void **keys, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		EVP_PKEY_free(keys[i]);
+	free(keys);
+}
+
+/*
+ * A fresh key pair: the private key to priv_path (created 0600, never overwritten, PEM
+ * as signing-key reads it), the public half returned as PEM in *pub (malloc'd, *publen
+ * bytes), for the caller to put where verifiers find it. 0, or -1 with a message.
+ */
+int
+egress_ed25519_generate(const char *priv_path, char **pub, size_t *publen, char *err,
+    size_t errlen)
+{
+	EVP_PKEY *k = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+	BIO *sec = BIO_new(BIO_s_secmem()), *pb = BIO_new(BIO_s_mem());
+	char *data;
+	long len, plen;
+	int fd, rc = -1;
+
+	*pub = NULL;
+	if (k == NULL || sec == NULL || pb == NULL ||
+	    PEM_write_bio_PrivateKey(sec, k, NULL, NULL, 0, NULL, NULL) != 1 ||
+	    PEM_write_bio_PUBKEY(pb, k) != 1 ||
+	    (len = BIO_get_mem_data(sec, &data)) <= 0) {
+		snprintf(err, errlen, "libcrypto: cannot make an Ed25519 key pair");
+		goto out;
+	}
+	fd = open(priv_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd == -1) {
+		snprintf(err, errlen, "%s: %s", priv_path,
+		    errno == EEXIST ? "already exists, not overwritten" : strerror(errno));
+		goto out;
+	}
+	if (fchmod(fd, 0600) == -1 || write(fd, data, (size_t)len) != (ssize_t)len) {
+		snprintf(err, errlen, "%s: %s", priv_path, strerror(errno));
+		close(fd);
+		unlink(priv_path);
+		goto out;
+	}
+	if (close(fd) == -1) {
+		snprintf(err, errlen, "%s: %s", priv_path, strerror(errno));
+		unlink(priv_path);
+		goto out;
+	}
+	plen = BIO_get_mem_data(pb, &data);
+	*pub = xmalloc((size_t)plen + 1);
+	memcpy(*pub, data, (size_t)plen);
+	(*pub)[plen] = '\0';
+	*publen = (size_t)plen;
+	rc = 0;
+out:
+	BIO_free(sec);          /* a secure-heap BIO: cleansed when freed */
+	BIO_free(pb);
+	EVP_PKEY_free(k);
+	return rc;
 }
 
 int

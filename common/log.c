@@ -148,3 +148,26 @@ log_startupx(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 }
+
+void
+log_startupx_atv(const char *file, unsigned line, size_t col, const char *fmt, va_list ap)
+{
+	if (line == 0)
+		fprintf(stderr, "%s: ", file);
+	else if (col == 0)
+		fprintf(stderr, "%s:%u: ", file, line);
+	else
+		fprintf(stderr, "%s:%u:%zu: ", file, line, col);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void
+log_startupx_at(const char *file, unsigned line, size_t col, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_startupx_atv(file, line, col, fmt, ap);
+	va_end(ap);
+}

@@ -57,6 +57,17 @@ void log_fatal_at(int status, int flags, const char *func, const char *fmt, ...)
  * read one plain line. Once serving, every message goes through the calls above.
  */
 void log_startupx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * A start-up diagnostic about a place in an input file (a configuration, a hosts file),
+ * in the compilers' form "file:line:col: message" on stderr whatever the output chosen:
+ * the place stands where log_startupx puts the program's name, so that an editor (and a
+ * test) finds it at the line's start. col 0 leaves ":col" out; line 0 leaves ":line:col"
+ * out ("file: message", for the file as a whole).
+ */
+void log_startupx_at(const char *file, unsigned line, size_t col, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void log_startupx_atv(const char *file, unsigned line, size_t col, const char *fmt,
+    va_list ap) __attribute__((format(printf, 4, 0)));
 
 const char *log_value(const char *s, char *buf, size_t len);
 

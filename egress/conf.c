@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 
 #include "egressd.h"
+#include "fields.h"
 
 #define CONF_MAX_BYTES (1u << 20)
 #define CONF_MAX_LINE 4096
@@ -43,11 +44,9 @@ conf_error(struct conf_parse *cp, size_t col, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s:%u:%zu: ", cp->file, cp->line, col);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	log_startupx_atv(cp->file, cp->line, col, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	cp->errors++;
 }
 
@@ -443,42 +442,27 @@ conf_directive(struct conf_parse *cp, const struct conf_field *f, size_t nf)
 static void
 conf_line(struct conf_parse *cp, const char *s, size_t len)
 {
+	struct fields_field lf[CONF_MAX_FIELDS];
 	struct conf_field f[CONF_MAX_FIELDS];
-	size_t nf = 0, i = 0;
+	struct fields_error err;
+	int nf;
 
 	if (len > CONF_MAX_LINE) {
 		conf_error(cp, 1, "line longer than %d bytes", CONF_MAX_LINE);
 		return;
 	}
-	while (i < len) {
-		size_t start;
-
-		if (s[i] == ' ' || s[i] == '\t' || (s[i] == '\r' && i + 1 == len)) {
-			i++;
-			continue;
-		}
-		if (s[i] == '#')
-			break;
-		start = i;
-		while (i < len && s[i] != ' ' && s[i] != '\t' && s[i] != '#' &&
-		    !(s[i] == '\r' && i + 1 == len)) {
-			if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] >= 0x7f) {
-				conf_error(cp, i + 1, "control or non-ASCII byte");
-				return;
-			}
-			i++;
-		}
-		if (nf == CONF_MAX_FIELDS) {
-			conf_error(cp, start + 1, "too many fields");
-			return;
-		}
-		f[nf].s = s + start;
-		f[nf].len = i - start;
-		f[nf].col = start + 1;
-		nf++;
+	if (len > 0 && s[len - 1] == '\r')
+		len--;                     /* CRLF line endings are accepted */
+	if ((nf = fields_split(s, len, lf, CONF_MAX_FIELDS, &err)) == -1) {
+		conf_error(cp, err.col, err.why == FIELDS_TOO_MANY ? "too many fields" :
+		    "control or non-ASCII byte");
+		return;
 	}
+	/* The directives take conf_field, of the same three members. */
+	for (int i = 0; i < nf; i++)
+		f[i] = (struct conf_field){ lf[i].s, lf[i].len, lf[i].col };
 	if (nf > 0)
-		conf_directive(cp, f, nf);
+		conf_directive(cp, f, (size_t)nf);
 }
 
 void
@@ -562,14 +546,14 @@ conf_load(const char *file)
 	    &(const char *){ NULL });
 	c->synth_max = SYNTH_MAX_DEFAULT;
 	if ((fp = conf_open(file)) == NULL) {
-		fprintf(stderr, "%s: %s\n", file, strerror(errno));
+		log_startupx_at(file, 0, 0, "%s", strerror(errno));
 		conf_free(c);
 		return NULL;
 	}
 	len = fread(buf, 1, sizeof(buf), fp);
 	fclose(fp);
 	if (len > CONF_MAX_BYTES) {
-		fprintf(stderr, "%s: larger than %u bytes\n", file, CONF_MAX_BYTES);
+		log_startupx_at(file, 0, 0, "larger than %u bytes", CONF_MAX_BYTES);
 		conf_free(c);
 		return NULL;
 	}

@@ -145,7 +145,7 @@ dns_load_hosts(const char *path)
 		if ((tok = strtok_r(line, " \t\r\n", &save)) == NULL)
 			continue;
 		if (addr_parse(tok, strlen(tok), &a) == -1) {
-			fprintf(stderr, "%s:%u: not an address: %s\n", path, lineno, tok);
+			log_startupx_at(path, lineno, 0, "not an address: %s", tok);
 			fclose(fp);
 			return -1;
 		}
@@ -155,7 +155,7 @@ dns_load_hosts(const char *path)
 			struct dns_host *dh = NULL;
 
 			if (host_parse(tok, strlen(tok), &h, &why) == -1 || h.kind != HOST_NAME) {
-				fprintf(stderr, "%s:%u: bad name %s\n", path, lineno, tok);
+				log_startupx_at(path, lineno, 0, "bad name %s", tok);
 				fclose(fp);
 				return -1;
 			}
@@ -164,7 +164,7 @@ dns_load_hosts(const char *path)
 					dh = &dns_hosts[i];
 			if (dh == NULL) {
 				if (dns_nhosts >= DNS_HOSTS_MAX) {
-					fprintf(stderr, "%s: more than %d names\n", path,
+					log_startupx_at(path, 0, 0, "more than %d names",
 					    DNS_HOSTS_MAX);
 					fclose(fp);
 					return -1;

@@ -78,7 +78,8 @@ ctl_receipts_verify(int fd, int argc, char **argv)
 	size_t nfiles = 0, i;
 	struct rcpt_verify v;
 	struct egress_key key;
-	void *pubkey = NULL;
+	void **pubkeys = NULL;
+	size_t npubkeys = 0;
 	char err[512];
 	bool unreadable = false, complete = false;
 	int ch, rc;
@@ -112,14 +113,15 @@ ctl_receipts_verify(int fd, int argc, char **argv)
 			return 1;
 		}
 	}
+	/* One file may hold several keys: egress-run appends one per run (egress-run(1)). */
 	if (pubfile != NULL &&
-	    (pubkey = egress_ed25519_load(pubfile, false, err, sizeof(err))) == NULL) {
+	    (pubkeys = egress_ed25519_load_pubs(pubfile, &npubkeys, err, sizeof(err))) == NULL) {
 		log_warnx("--pubkey %s", err);
 		if (keyfile != NULL)
 			egress_key_clear(&key);
 		return 1;
 	}
-	rcpt_verify_init(&v, keyfile != NULL ? &key : NULL, pubkey);
+	rcpt_verify_init_pubkeys(&v, keyfile != NULL ? &key : NULL, pubkeys, npubkeys);
 	rc = 0;
 	for (i = 0; i < nfiles && !v.broken; i++)
 		if (ctl_verify_file(&v, files[i]) == -1) {
@@ -165,7 +167,7 @@ ctl_receipts_verify(int fd, int argc, char **argv)
 	}
 	if (keyfile != NULL)
 		egress_key_clear(&key);
-	egress_ed25519_free(pubkey);
+	egress_ed25519_free_pubs(pubkeys, npubkeys);
 	return rc;
 }
 

@@ -65,6 +65,12 @@ struct run_state {
 	char sock[PATH_MAX];
 	char devino[64];
 	char receipts[PATH_MAX];
+	/*
+	 * A private egressd's checkpoint key: the private half in the runtime folder
+	 * (deleted once egressd has stopped), the public half appended to pubkey.
+	 */
+	char signkey[PATH_MAX + 16];
+	char pubkey[PATH_MAX + 8];   /* RECEIPTS.pub; empty for a lease */
 	pid_t egressd_pid, bwrap_pid, broker_pid;
 	pid_t egressd_child;         /* egressd itself, under egressd_pid (its bwrap) */
 	int fd4_chan;                /* the sandbox's end of the broker's channel */

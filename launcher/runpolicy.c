@@ -1,7 +1,7 @@
 /*
  * runpolicy.c: the run's policy (--policy FILE and --allow, --permit-range, sealed into
  * the runtime folder) and the private egressd's configuration (runtime folder, control
- * socket, receipts, receipt key, --resolver, --hosts). Trusts the option values only as
+ * socket, receipts, receipt key, checkpoint key, --resolver, --hosts). Trusts the option values only as
  * runopt.c's parsers give them back, and the paths only once runstate.c checked them
  * against what the sandbox binds: every line it writes is one value of a checked form.
  */
@@ -75,9 +75,49 @@ runpolicy_make(const char *out)
 }
 
 /*
+ * The run's checkpoint key (SPEC "egress-run for real work"): a fresh Ed25519 pair per
+ * run, the private half in the runtime folder as egressd's signing-key (deleted once
+ * egressd has stopped and written its shutdown checkpoint: runsup_stop), so that nobody
+ * can sign a forged tail later; the public half appended to RECEIPTS.pub. Appended, not
+ * replaced: runs share a receipts file and go on with its chain, and verifying the whole
+ * file takes every run's key. RECEIPTS.pub is egress-run's state like the receipts: one
+ * name, a regular file, outside what the sandbox binds (the workload could add a key of
+ * its own to it).
+ */
+static void
+runpolicy_signing_key(void)
+{
+	char err[512], *pem;
+	size_t len;
+	struct stat st;
+	int fd;
+
+	if ((size_t)snprintf(run.pubkey, sizeof(run.pubkey), "%s.pub", run.receipts) >=
+	    sizeof(run.pubkey))
+		run_setup_failed("the receipts path is too long for its public key file");
+	fd = open(run.pubkey, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW |
+	    O_NONBLOCK | O_NOCTTY, 0644);
+	if (fd == -1 || fstat(fd, &st) == -1 || !S_ISREG(st.st_mode))
+		run_setup_failed("public key file %s: %s", run.pubkey, fd == -1 ?
+		    strerror(errno) : "not a regular file");
+	if (st.st_nlink > 1)
+		run_setup_failed("the public key file %s has %lu names (hard links), which "
+		    "egress-run cannot check against the sandbox's paths: use another "
+		    "--receipts FILE", run.pubkey, (unsigned long)st.st_nlink);
+	runstate_refuse_bound("public key file", run.pubkey, run.pubkey,
+	    runstate_receipts_hint);
+	snprintf(run.signkey, sizeof(run.signkey), "%s/signing.key", run.rtdir);
+	if (egress_ed25519_generate(run.signkey, &pem, &len, err, sizeof(err)) == -1)
+		run_setup_failed("%s", err);
+	if (write(fd, pem, len) != (ssize_t)len || fsync(fd) == -1 || close(fd) == -1)
+		run_setup_failed("writing %s: %s", run.pubkey, strerror(errno));
+	free(pem);
+}
+
+/*
  * The private egressd's files in a fresh runtime folder: the receipts file (created, one
- * name, outside the sandbox), the run's principal name, its sealed policy, a receipt key
- * and egressd.conf. p gets the paths runsup_start_private starts egressd with.
+ * name, outside the sandbox), the run's principal name, its sealed policy, a receipt key,
+ * the checkpoint key (its public half beside the receipts) and egressd.conf. p gets the paths runsup_start_private starts egressd with.
  */
 void
 runpolicy_private(struct runpolicy_paths *p)
@@ -129,6 +169,7 @@ runpolicy_private(struct runpolicy_paths *p)
 	snprintf(key, sizeof(key), "%s/receipt.key", run.rtdir);
 	if (egress_key_generate(key, err, sizeof(err)) == -1)
 		run_setup_failed("%s", err);
+	runpolicy_signing_key();
 	if ((size_t)snprintf(run.sock, sizeof(run.sock), "%s/run/%s.sock", run.rtdir, run.principal) >=
 	    sizeof(run.sock))
 		run_setup_failed("runtime folder path too long");
@@ -139,7 +180,8 @@ runpolicy_private(struct runpolicy_paths *p)
 	 * its parse: one line each.
 	 */
 	xasprintf(&text, "runtime-dir %s/run\ncontrol %s\nreceipts %s\nreceipt-key %s\n"
-	    "shutdown-grace 1\n", run.rtdir, p->ctl, run.receipts, key);
+	    "signing-key %s\nshutdown-grace 1\n", run.rtdir, p->ctl, run.receipts, key,
+	    run.signkey);
 	for (size_t i = 0; i < runopt.resolvers.n; i++) {
 		if (runopt_resolver_text(runopt.resolvers.v[i], res, &why) == -1)
 			run_setup_failed("--resolver %s: %s", run_shown(runopt.resolvers.v[i]), why);

@@ -58,14 +58,21 @@ static struct {
 	size_t nbinds;
 } bound;
 
+/*
+ * A system folder that is not there binds nothing. A --rw, --ro or --home that is not
+ * there is refused now, not when the sandbox is made: egress-run creates its state files
+ * (the receipts, RECEIPTS.pub) after this list is made, and a --rw naming one of them
+ * before it existed would bind it unchecked.
+ */
 static void
-runstate_bind_add(const char *what, const char *path)
+runstate_bind_add_opt(const char *what, const char *path, bool must_exist)
 {
 	char *real = realpath(path, NULL);
 	struct stat st;
 
-	/* A path that is not there binds nothing: runbox_run refuses it. */
 	if (real == NULL || stat(real, &st) == -1) {
+		if (must_exist)
+			run_setup_failed("%s %s: %s", what, path, strerror(errno));
 		free(real);
 		return;
 	}
@@ -75,6 +82,12 @@ runstate_bind_add(const char *what, const char *path)
 	bound.binds[bound.nbinds].dev = st.st_dev;
 	bound.binds[bound.nbinds].ino = st.st_ino;
 	bound.nbinds++;
+}
+
+static void
+runstate_bind_add(const char *what, const char *path)
+{
+	runstate_bind_add_opt(what, path, false);
 }
 
 /* Undoes mountinfo's octal escapes (\040 for a space...) in place. */
@@ -149,12 +162,12 @@ runstate_binds(void)
 	if (strcmp(cwd, "/") != 0)
 		runstate_bind_add("the current directory", cwd);
 	for (size_t i = 0; i < runopt.rw.n; i++)
-		runstate_bind_add("--rw", runopt.rw.v[i]);
+		runstate_bind_add_opt("--rw", runopt.rw.v[i], true);
 	for (size_t i = 0; i < runopt.ro.n; i++)
 		if (strcmp(runopt.ro.v[i], ".") != 0)
-			runstate_bind_add("--ro", runopt.ro.v[i]);
+			runstate_bind_add_opt("--ro", runopt.ro.v[i], true);
 	if (runopt.home != NULL)
-		runstate_bind_add("--home", runopt.home);
+		runstate_bind_add_opt("--home", runopt.home, true);
 	runstate_bind_add("egress-run's own folder", run.bindir);
 	for (size_t i = 0; i < sizeof(sys) / sizeof(sys[0]); i++)
 		runstate_bind_add("the system folder", sys[i]);

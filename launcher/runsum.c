@@ -1,7 +1,7 @@
 /*
  * runsum.c: the end-of-run summary on stderr, from egressd's own accounting of the run's
- * principal (runsup_request_summary). Trusts egressd's numbers but not the names in
- * them: a host that is not canonical, a reason that is not egressd's form is shown
+ * principal (runsup_request_summary), and where a private egressd's public checkpoint
+ * key is. Trusts egressd's numbers but not the names in them: a host that is not canonical, a reason that is not egressd's form is shown
  * escaped (hex, "(unknown)"), so that no byte from the network reaches the terminal.
  */
 #include "config.h"
@@ -77,6 +77,20 @@ runsum_reason(const char *r)
 }
 
 /*
+ * Where a private egressd's public checkpoint key is, and how to use it: the receipts can
+ * be checked later by anyone with that file alone (the private half is gone by now).
+ */
+static void
+runsum_pubkey(const struct run_state *rs)
+{
+	if (rs->lease || rs->pubkey[0] == '\0')
+		return;
+	fprintf(stderr, "egress-run: checkpoints signed, public key in %s: egressctl receipts "
+	    "verify --file %s --pubkey %s checks the receipts with nothing secret\n",
+	    run_shown(rs->pubkey), run_shown(rs->receipts), run_shown(rs->pubkey));
+}
+
+/*
  * What this run reached and was refused: egressd's own accounting of the run's principal
  * (runsup_request_summary, taken by runsup_stop once its tunnels were closed), never a
  * re-read of the receipts file. rs is what the run set up (run.c's run).
@@ -92,6 +106,7 @@ runsum_print(const struct run_state *rs)
 	if (rs->summary == NULL) {
 		log_warnx("egressd gave no summary of the run; egressctl receipts --principal %s "
 		    "shows its receipts", run_shown(rs->principal));
+		runsum_pubkey(rs);
 		return;
 	}
 	d = xcalloc(RUN_SUMMARY_MAX, sizeof(*d));
@@ -138,6 +153,7 @@ runsum_print(const struct run_state *rs)
 	if (dropped > 0)
 		fprintf(stderr, "  (%lld more requests to further destinations not listed)\n",
 		    (long long)dropped);
+	runsum_pubkey(rs);
 	free(d);
 }
 

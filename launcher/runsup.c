@@ -74,6 +74,15 @@ runsup_stop(void)
 		run.egressd_pid = -1;
 		run.egressd_child = -1;
 	}
+	/*
+	 * egressd has written its shutdown checkpoint (or is dead): its signing key goes, so
+	 * that nobody can sign a forged tail of this run's receipts later.
+	 */
+	if (run.signkey[0] != '\0') {
+		if (unlink(run.signkey) == -1 && errno != ENOENT)
+			log_warn("%s", run.signkey);
+		run.signkey[0] = '\0';
+	}
 	if (run.conn != -1) {
 		close(run.conn);
 		run.conn = -1;

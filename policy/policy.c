@@ -20,6 +20,7 @@
 
 #include "policy.h"
 #include "policy-int.h"
+#include "fields.h"
 
 #define POLICY_MAX_FIELDS 8          /* fields on one line; more is an error */
 #define POLICY_MAX_NUMBER 999999999999ULL
@@ -285,14 +286,8 @@ portset_free(struct portset *ps)
 
 /* --- fields ----------------------------------------------------------------------- */
 
-struct field {
-	const char *s;
-	size_t len;
-	size_t col;                  /* 1-based */
-};
-
 static bool
-field_is(const struct field *f, const char *word)
+field_is(const struct fields_field *f, const char *word)
 {
 	return f->len == strlen(word) && memcmp(f->s, word, f->len) == 0;
 }
@@ -325,7 +320,7 @@ parse_number(const char *s, const char *end, uint64_t *out)
 }
 
 static int
-parse_ports(struct parse *ps, const struct field *f, struct portset *set)
+parse_ports(struct parse *ps, const struct fields_field *f, struct portset *set)
 {
 	const char *p = f->s, *end = f->s + f->len;
 
@@ -370,7 +365,7 @@ parse_ports(struct parse *ps, const struct field *f, struct portset *set)
 
 /* Seconds: N, Ns, Nm, Nh, Nd. */
 static int
-parse_duration(struct parse *ps, const struct field *f, uint64_t min, uint64_t max,
+parse_duration(struct parse *ps, const struct fields_field *f, uint64_t min, uint64_t max,
     uint64_t *out)
 {
 	const char *end = f->s + f->len, *q;
@@ -404,7 +399,7 @@ bad:
 
 /* Bytes: N, NK, NM, NG, NT (powers of 2^10), or "unlimited". */
 static int
-parse_size(struct parse *ps, const struct field *f, uint64_t *out)
+parse_size(struct parse *ps, const struct fields_field *f, uint64_t *out)
 {
 	const char *end = f->s + f->len, *q;
 	uint64_t v;
@@ -465,7 +460,7 @@ policy_psl(void)
 }
 
 static int
-parse_rule(struct parse *ps, bool allow, const struct field *f, size_t nf)
+parse_rule(struct parse *ps, bool allow, const struct fields_field *f, size_t nf)
 {
 	struct host h;
 	const char *why, *name = f[1].s;
@@ -535,7 +530,7 @@ parse_rule(struct parse *ps, bool allow, const struct field *f, size_t nf)
 }
 
 static int
-parse_once(struct parse *ps, unsigned *seen, const struct field *f, const char *what)
+parse_once(struct parse *ps, unsigned *seen, const struct fields_field *f, const char *what)
 {
 	if (*seen != 0) {
 		parse_error(ps, f->col, "second '%s' (the first is on line %u)", what, *seen);
@@ -546,7 +541,7 @@ parse_once(struct parse *ps, unsigned *seen, const struct field *f, const char *
 }
 
 static int
-parse_permit(struct parse *ps, const struct field *f, size_t nf)
+parse_permit(struct parse *ps, const struct fields_field *f, size_t nf)
 {
 	struct policy *p = ps->p;
 	struct cidr c;
@@ -572,7 +567,7 @@ parse_permit(struct parse *ps, const struct field *f, size_t nf)
 }
 
 static int
-parse_directive(struct parse *ps, const struct field *f, size_t nf)
+parse_directive(struct parse *ps, const struct fields_field *f, size_t nf)
 {
 	struct policy_settings *s = &ps->p->set;
 	static const char *const quotas[] = { "connections", "rate", "bytes" };
@@ -702,8 +697,10 @@ parse_directive(struct parse *ps, const struct field *f, size_t nf)
 static void
 parse_line(struct parse *ps, const char *s, size_t len)
 {
-	struct field f[POLICY_MAX_FIELDS + 1];
-	size_t nf = 0, i = 0;
+	struct fields_field f[POLICY_MAX_FIELDS];
+	struct fields_error err;
+	unsigned char c;
+	int nf;
 
 	if (len > 0 && s[len - 1] == '\r')
 		len--;                     /* CRLF line endings are accepted */
@@ -712,40 +709,19 @@ parse_line(struct parse *ps, const char *s, size_t len)
 		    EGRESS_POLICY_MAX_LINE);
 		return;
 	}
-	while (i < len) {
-		unsigned char c = (unsigned char)s[i];
-		size_t start;
-
-		if (c == ' ' || c == '\t') {
-			i++;
-			continue;
-		}
-		if (c == '#')
-			break;                     /* comments may hold any bytes but NUL */
-		start = i;
-		while (i < len) {
-			c = (unsigned char)s[i];
-			if (c == ' ' || c == '\t' || c == '#')
-				break;
-			if (c < 0x20 || c >= 0x7f) {
-				parse_error(ps, i + 1, c == 0 ? "NUL byte" : c >= 0x80 ?
-				    "non-ASCII byte outside a comment (write names as A-labels, xn--)" :
-				    "control byte 0x%02x", c);
-				return;
-			}
-			i++;
-		}
-		if (nf == POLICY_MAX_FIELDS) {
-			parse_error(ps, start + 1, "too many fields on one line");
-			return;
-		}
-		f[nf].s = s + start;
-		f[nf].len = i - start;
-		f[nf].col = start + 1;
-		nf++;
+	/* Comments may hold any bytes but NUL (the caller refuses a NUL anywhere). */
+	if ((nf = fields_split(s, len, f, POLICY_MAX_FIELDS, &err)) == -1) {
+		c = err.byte;
+		if (err.why == FIELDS_TOO_MANY)
+			parse_error(ps, err.col, "too many fields on one line");
+		else
+			parse_error(ps, err.col, c == 0 ? "NUL byte" : c >= 0x80 ?
+			    "non-ASCII byte outside a comment (write names as A-labels, xn--)" :
+			    "control byte 0x%02x", c);
+		return;
 	}
 	if (nf > 0)
-		parse_directive(ps, f, nf);
+		parse_directive(ps, f, (size_t)nf);
 }
 
 /* --- canonical form ----------------------------------------------------------------- */

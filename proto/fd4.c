@@ -17,11 +17,11 @@ int
 fd4_parse_request(const uint8_t *buf, size_t len, struct fd4_request *out)
 {
 	memset(out, 0, sizeof(*out));
-	if (len >= 8 && memcmp(buf, EGRESS_FD4_MAGIC, 4) == 0) {
+	if (len >= 8 && memcmp(buf, FD4_MAGIC, FD4_MAGIC_LEN) == 0) {
 		out->id = wire_get32(buf + 4);
 		out->has_id = 1;
 	}
-	if (len < EGRESS_FD4_REQUEST_HEAD + 1 || len > EGRESS_FD4_REQUEST_MAX)
+	if (len < FD4_REQUEST_HEAD + 1 || len > FD4_REQUEST_MAX)
 		return EGRESS_MALFORMED_REQUEST;
 	if (!out->has_id)
 		return EGRESS_MALFORMED_REQUEST;
@@ -29,11 +29,11 @@ fd4_parse_request(const uint8_t *buf, size_t len, struct fd4_request *out)
 	out->port = wire_get16(buf + 12);
 	out->hostlen = buf[14];
 	if (out->port == 0 || out->hostlen == 0 ||
-	    (size_t)out->hostlen != len - EGRESS_FD4_REQUEST_HEAD)
+	    (size_t)out->hostlen != len - FD4_REQUEST_HEAD)
 		return EGRESS_MALFORMED_REQUEST;
-	if (memchr(buf + EGRESS_FD4_REQUEST_HEAD, '\0', out->hostlen) != NULL)
+	if (memchr(buf + FD4_REQUEST_HEAD, '\0', out->hostlen) != NULL)
 		return EGRESS_MALFORMED_REQUEST;
-	memcpy(out->host, buf + EGRESS_FD4_REQUEST_HEAD, out->hostlen);
+	memcpy(out->host, buf + FD4_REQUEST_HEAD, out->hostlen);
 	out->host[out->hostlen] = '\0';
 	return 0;
 }
@@ -49,32 +49,32 @@ fd4_timeout_ms(uint32_t requested)
 }
 
 void
-fd4_reply(uint32_t id, int32_t code, uint8_t out[EGRESS_FD4_REPLY])
+fd4_reply(uint32_t id, int32_t code, uint8_t out[FD4_REPLY_LEN])
 {
-	memcpy(out, EGRESS_FD4_MAGIC, 4);
+	memcpy(out, FD4_MAGIC, FD4_MAGIC_LEN);
 	wire_put32(out + 4, id);
 	wire_put32(out + 8, (uint32_t)code);
 }
 
 size_t
 fd4_request_build(uint32_t id, uint32_t timeout_ms, uint16_t port, const char *host,
-    size_t hostlen, uint8_t out[EGRESS_FD4_REQUEST_MAX])
+    size_t hostlen, uint8_t out[FD4_REQUEST_MAX])
 {
-	if (port == 0 || hostlen == 0 || hostlen > EGRESS_FD4_HOST_MAX)
+	if (port == 0 || hostlen == 0 || hostlen > FD4_HOST_MAX)
 		return 0;
-	memcpy(out, EGRESS_FD4_MAGIC, 4);
+	memcpy(out, FD4_MAGIC, FD4_MAGIC_LEN);
 	wire_put32(out + 4, id);
 	wire_put32(out + 8, timeout_ms);
 	wire_put16(out + 12, port);
 	out[14] = (uint8_t)hostlen;
-	memcpy(out + EGRESS_FD4_REQUEST_HEAD, host, hostlen);
-	return EGRESS_FD4_REQUEST_HEAD + hostlen;
+	memcpy(out + FD4_REQUEST_HEAD, host, hostlen);
+	return FD4_REQUEST_HEAD + hostlen;
 }
 
 int
 fd4_reply_parse(const uint8_t *buf, size_t len, uint32_t *id, int32_t *code)
 {
-	if (len != EGRESS_FD4_REPLY || memcmp(buf, EGRESS_FD4_MAGIC, 4) != 0)
+	if (len != FD4_REPLY_LEN || memcmp(buf, FD4_MAGIC, FD4_MAGIC_LEN) != 0)
 		return -1;
 	*id = wire_get32(buf + 4);
 	*code = (int32_t)wire_get32(buf + 8);

@@ -338,12 +338,46 @@ rcpt_json_agrees(const char *s, size_t len, const struct rcpt_scan *r)
 }
 
 void
-rcpt_verify_init(struct rcpt_verify *v, const struct egress_key *key, void *pubkey)
+rcpt_verify_init_pubkeys(struct rcpt_verify *v, const struct egress_key *key,
+    void *const *pubkeys, size_t n)
 {
 	memset(v, 0, sizeof(*v));
 	memset(v->prev, '0', RCPT_HEX_LEN);
 	v->key = key;
-	v->pubkey = pubkey;
+	v->pubkeys = pubkeys;
+	v->npubkeys = pubkeys != NULL ? n : 0;
+	v->pubkey = v->npubkeys > 0 ? pubkeys[0] : NULL;
+}
+
+void
+rcpt_verify_init(struct rcpt_verify *v, const struct egress_key *key, void *pubkey)
+{
+	rcpt_verify_init_pubkeys(v, key, NULL, 0);
+	if (pubkey != NULL) {
+		v->pubkey = pubkey;
+		v->pubkeys = &v->pubkey;
+		v->npubkeys = 1;
+	}
+}
+
+/*
+ * A signature by any of the keys. Runs follow one another in a file as their keys do in
+ * the key file, so the key of the last checkpoint is tried first, then the ones after it:
+ * one try per checkpoint in the usual case, not one per key.
+ */
+static bool
+rcpt_sig_ok(struct rcpt_verify *v, const char *msg, size_t msglen,
+    const uint8_t raw[EGRESS_ED25519_SIGLEN])
+{
+	for (size_t i = 0; i < v->npubkeys; i++) {
+		size_t k = (v->pub_hint + i) % v->npubkeys;
+
+		if (egress_ed25519_verify(v->pubkeys[k], msg, msglen, raw)) {
+			v->pub_hint = k;
+			return true;
+		}
+	}
+	return false;
 }
 
 static void __attribute__((format(printf, 5, 6)))
@@ -421,7 +455,7 @@ rcpt_checkpoint_ok(struct rcpt_verify *v, const char *file, size_t lineno, const
 		return false;
 	}
 	if (rcpt_checkpoint_msg(r->seq, head, msg, &msglen) == -1 ||
-	    !egress_ed25519_verify(v->pubkey, msg, msglen, raw)) {
+	    !rcpt_sig_ok(v, msg, msglen, raw)) {
 		rcpt_break(v, file, lineno, &r->seq, "bad checkpoint signature (wrong --pubkey, "
 		    "or the chain before it was rewritten)");
 		json_decref(o);

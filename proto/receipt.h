@@ -118,8 +118,14 @@ struct rcpt_verify {
 	uint64_t bad_seq;
 	bool bad_has_seq;
 	char bad_what[160];
-	/* Checkpoints (with a public key): signatures over the head of the chain. */
+	/*
+	 * Checkpoints (with public keys): signatures over the head of the chain, each by any
+	 * of pubkeys (one file may hold the checkpoints of several egressd runs, each with a
+	 * key of its own); pubkey is the first of them, NULL when there are none.
+	 */
 	void *pubkey;
+	void *const *pubkeys;
+	size_t npubkeys, pub_hint;          /* the key that signed the last checkpoint */
 	uint64_t checkpoints, covered, last_ckpt_seq;
 	bool last_ckpt_shutdown;
 	const struct egress_key *key;       /* MACs checked when not NULL */
@@ -127,6 +133,9 @@ struct rcpt_verify {
 
 /* key (MACs) and pubkey (checkpoints) may be NULL; both are borrowed. */
 void rcpt_verify_init(struct rcpt_verify *v, const struct egress_key *key, void *pubkey);
+/* The same with n public keys (n may be 0); a checkpoint signed by any of them is good. */
+void rcpt_verify_init_pubkeys(struct rcpt_verify *v, const struct egress_key *key,
+    void *const *pubkeys, size_t n);
 /* One line without its newline (nonl: it had none): moves on, or records the first break. */
 void rcpt_verify_line(struct rcpt_verify *v, const char *file, size_t lineno, const char *s,
     size_t len, bool nonl);

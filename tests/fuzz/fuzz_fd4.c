@@ -19,21 +19,21 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fd4_request req;
-	uint8_t again[EGRESS_FD4_REQUEST_MAX];
+	uint8_t again[FD4_REQUEST_MAX];
 	int r = fd4_parse_request(data, size, &req);
 	uint32_t id;
 	int32_t code;
 
 	/* The input as a reply, as libegress reads one: 12 bytes with the magic, or nothing. */
 	if (fd4_reply_parse(data, size, &id, &code) == 0 &&
-	    (size != EGRESS_FD4_REPLY || memcmp(data, EGRESS_FD4_MAGIC, 4) != 0))
+	    (size != FD4_REPLY_LEN || memcmp(data, FD4_MAGIC, FD4_MAGIC_LEN) != 0))
 		abort();
 	if (r != 0) {
 		if (r != EGRESS_MALFORMED_REQUEST)
 			abort();
 		return 0;
 	}
-	if (size > EGRESS_FD4_REQUEST_MAX || req.port == 0 || req.hostlen == 0 ||
+	if (size > FD4_REQUEST_MAX || req.port == 0 || req.hostlen == 0 ||
 	    strlen(req.host) != req.hostlen || !req.has_id)
 		abort();
 	/* libegress's builder writes exactly these bytes for what was parsed */
@@ -42,7 +42,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	/* and a reply built for it parses back to its id */
 	fd4_reply(req.id, -1003, again);
-	if (fd4_reply_parse(again, EGRESS_FD4_REPLY, &id, &code) != 0 || id != req.id ||
+	if (fd4_reply_parse(again, FD4_REPLY_LEN, &id, &code) != 0 || id != req.id ||
 	    code != -1003)
 		abort();
 	return 0;

@@ -458,6 +458,18 @@ START_TEST(test_reply_refused)
 }
 END_TEST
 
+/* The installed header and proto/fd4.h spell EGF1's magic each; libegress.c asserts the
+ * sizes at compile time, the bytes only a run can compare. */
+START_TEST(test_magic_agrees)
+{
+	uint8_t out[FD4_REPLY_LEN];
+
+	ck_assert_mem_eq(FD4_MAGIC, EGRESS_FD4_MAGIC, sizeof(EGRESS_FD4_MAGIC));
+	fd4_reply(1, 0, out);
+	ck_assert_mem_eq(out, EGRESS_FD4_MAGIC, 4);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -502,6 +514,9 @@ main(void)
 	tcase_add_test(tc, test_build_bounds);
 	tcase_add_loop_test(tc, test_reply_roundtrip, 0, (int)NELEM(fd4_replies));
 	tcase_add_test(tc, test_reply_refused);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("proto/fd4.h and egress.h name one magic");
+	tcase_add_test(tc, test_magic_agrees);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);

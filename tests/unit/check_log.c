@@ -142,6 +142,31 @@ START_TEST(test_fatal)
 }
 END_TEST
 
+/* Start-up diagnostics at a place in a file: the place first, whatever the output. */
+static const struct {
+	enum log_output out;
+	unsigned line;
+	size_t col;
+	const char *want;
+} at_cases[] = {
+	{ LOG_OUT_PREFIX, 7, 10, "/etc/e.conf:7:10: expected x\n" },
+	{ LOG_OUT_PREFIX, 7, 0, "/etc/e.conf:7: expected x\n" },
+	{ LOG_OUT_PREFIX, 0, 0, "/etc/e.conf: expected x\n" },
+	{ LOG_OUT_PREFIX, 0, 3, "/etc/e.conf: expected x\n" },
+	{ LOG_OUT_LOGFMT, 7, 10, "/etc/e.conf:7:10: expected x\n" },
+	{ LOG_OUT_LOGFMT, 0, 0, "/etc/e.conf: expected x\n" },
+};
+
+START_TEST(test_startup_at)
+{
+	FILE *f = log_capture();
+
+	log_init("egress-test", at_cases[_i].out, false, false);
+	log_startupx_at("/etc/e.conf", at_cases[_i].line, at_cases[_i].col, "expected %s", "x");
+	ck_assert_str_eq(log_read(f), at_cases[_i].want);
+}
+END_TEST
+
 START_TEST(test_value)
 {
 	char buf[64];
@@ -164,6 +189,9 @@ log_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("fatal: logs and exits with its status");
 	tcase_add_loop_test(tc, test_fatal, 0, 2);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("start-up diagnostics at a file's line and column");
+	tcase_add_loop_test(tc, test_startup_at, 0, NELEM(at_cases));
 	suite_add_tcase(s, tc);
 	tc = tcase_create("logfmt values: quoted when they need it");
 	tcase_add_test(tc, test_value);

@@ -3,13 +3,17 @@
  * verifies whole, with its MACs and its signed shutdown checkpoint; the scanner reads back
  * what the encoder wrote; and each kind of tampering (a changed byte, a removed, reordered
  * or duplicated line, a wrong MAC key, a wrong checkpoint key, a torn tail) breaks the
- * chain at the line where egressctl receipts verify reports it.
+ * chain at the line where egressctl receipts verify reports it; a checkpoint is good when
+ * any key of a key ring signed it.
  */
 #include "config.h"
 
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <openssl/evp.h>
 
@@ -148,6 +152,132 @@ START_TEST(test_round_trip)
 	chain_verify(&c, NULL, NULL, &v);
 	ck_assert(!v.broken);
 	ck_assert_uint_eq(v.records, CHAIN_RECORDS);
+}
+END_TEST
+
+/*
+ * A public key file may hold several keys (one per egress-run run): a checkpoint is good
+ * when any of them signed it, wherever that key sits in the list; a list without the
+ * signer is refused like a wrong key; no keys at all check no checkpoint.
+ */
+START_TEST(test_key_ring)
+{
+	struct chain c;
+	struct rcpt_verify v;
+	void *ring[3];
+
+	chain_make(&c);
+	ring[0] = other_signer;
+	ring[1] = other_signer;
+	ring[2] = signer;
+	rcpt_verify_init_pubkeys(&v, &key, ring, 3);
+	for (size_t i = 0; i < c.n; i++)
+		rcpt_verify_line(&v, "f", i + 1, c.lines[i], c.len[i], false);
+	rcpt_verify_end(&v, "f");
+	ck_assert(!v.broken);
+	ck_assert_uint_eq(v.checkpoints, 1);
+	ck_assert_uint_eq(v.pub_hint, 2);
+	ck_assert_ptr_eq(v.pubkey, other_signer);
+
+	rcpt_verify_init_pubkeys(&v, &key, ring, 2);
+	for (size_t i = 0; i < c.n; i++)
+		rcpt_verify_line(&v, "f", i + 1, c.lines[i], c.len[i], false);
+	rcpt_verify_end(&v, "f");
+	ck_assert(v.broken);
+	ck_assert_uint_eq(v.bad_lineno, CHAIN_RECORDS);
+	ck_assert_str_eq(v.bad_what, "bad checkpoint signature (wrong --pubkey, or the chain "
+	    "before it was rewritten)");
+
+	rcpt_verify_init_pubkeys(&v, &key, ring, 0);
+	ck_assert_ptr_null(v.pubkey);
+	for (size_t i = 0; i < c.n; i++)
+		rcpt_verify_line(&v, "f", i + 1, c.lines[i], c.len[i], false);
+	rcpt_verify_end(&v, "f");
+	ck_assert(!v.broken);
+	ck_assert_uint_eq(v.checkpoints, 0);
+}
+END_TEST
+
+/* The key files (common/digest.c): egress-run's generated pair and the key ring reader. */
+static char keydir[] = "/tmp/check_receipt.XXXXXX";
+
+static void
+keydir_write(const char *name, const char *a, size_t alen, const char *b, size_t blen)
+{
+	char path[128];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/%s", keydir, name);
+	ck_assert_ptr_nonnull(fp = fopen(path, "w"));
+	ck_assert_uint_eq(fwrite(a, 1, alen, fp), alen);
+	if (blen > 0)
+		ck_assert_uint_eq(fwrite(b, 1, blen, fp), blen);
+	ck_assert_int_eq(fclose(fp), 0);
+}
+
+START_TEST(test_generate_and_load_pubs)
+{
+	char priv[128], path[128], err[512], *pub1, *pub2, *pub3;
+	size_t len1, len2, len3, n;
+	uint8_t sig[EGRESS_ED25519_SIGLEN];
+	struct stat st;
+	void *sk, **ring;
+
+	ck_assert_ptr_nonnull(mkdtemp(keydir));
+	snprintf(priv, sizeof(priv), "%s/signing.key", keydir);
+	ck_assert_int_eq(egress_ed25519_generate(priv, &pub1, &len1, err, sizeof(err)), 0);
+	ck_assert_int_eq(stat(priv, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0600);
+	/* Never overwritten. */
+	ck_assert_int_eq(egress_ed25519_generate(priv, &pub3, &len3, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "already exists"));
+	ck_assert_ptr_nonnull(sk = egress_ed25519_load(priv, true, err, sizeof(err)));
+	ck_assert_int_eq(egress_ed25519_sign(sk, "m", 1, sig), 0);
+	unlink(priv);
+	ck_assert_int_eq(egress_ed25519_generate(priv, &pub2, &len2, err, sizeof(err)), 0);
+	ck_assert(len1 != len2 || memcmp(pub1, pub2, len1) != 0);
+
+	/* One key, two keys in file order: the first one signed "m". */
+	keydir_write("one.pub", pub1, len1, NULL, 0);
+	snprintf(path, sizeof(path), "%s/one.pub", keydir);
+	ck_assert_ptr_nonnull(ring = egress_ed25519_load_pubs(path, &n, err, sizeof(err)));
+	ck_assert_uint_eq(n, 1);
+	ck_assert(egress_ed25519_verify(ring[0], "m", 1, sig));
+	egress_ed25519_free_pubs(ring, n);
+	keydir_write("two.pub", pub2, len2, pub1, len1);
+	snprintf(path, sizeof(path), "%s/two.pub", keydir);
+	ck_assert_ptr_nonnull(ring = egress_ed25519_load_pubs(path, &n, err, sizeof(err)));
+	ck_assert_uint_eq(n, 2);
+	ck_assert(!egress_ed25519_verify(ring[0], "m", 1, sig));
+	ck_assert(egress_ed25519_verify(ring[1], "m", 1, sig));
+	egress_ed25519_free_pubs(ring, n);
+
+	/* Refused whole: a torn last block, nothing, a private key, a missing file. */
+	keydir_write("torn.pub", pub1, len1, pub2, len2 / 2);
+	snprintf(path, sizeof(path), "%s/torn.pub", keydir);
+	ck_assert_ptr_null(egress_ed25519_load_pubs(path, &n, err, sizeof(err)));
+	ck_assert_uint_eq(n, 0);
+	ck_assert_ptr_nonnull(strstr(err, "after key 1: not a whole PEM block"));
+	keydir_write("empty.pub", "", 0, NULL, 0);
+	snprintf(path, sizeof(path), "%s/empty.pub", keydir);
+	ck_assert_ptr_null(egress_ed25519_load_pubs(path, &n, err, sizeof(err)));
+	ck_assert_ptr_nonnull(strstr(err, "not an Ed25519 public key in PEM"));
+	ck_assert_ptr_null(egress_ed25519_load_pubs(priv, &n, err, sizeof(err)));
+	ck_assert_ptr_nonnull(strstr(err, "key 1: not an Ed25519 public key"));
+	snprintf(path, sizeof(path), "%s/none.pub", keydir);
+	ck_assert_ptr_null(egress_ed25519_load_pubs(path, &n, err, sizeof(err)));
+	ck_assert_ptr_nonnull(strstr(err, "No such file"));
+
+	egress_ed25519_free(sk);
+	free(pub1);
+	free(pub2);
+	unlink(priv);
+	for (const char *const *f = (const char *const[]){ "one.pub", "two.pub", "torn.pub",
+	    "empty.pub", NULL }; *f != NULL; f++) {
+		snprintf(path, sizeof(path), "%s/%s", keydir, *f);
+		unlink(path);
+	}
+	ck_assert_int_eq(rmdir(keydir), 0);
 }
 END_TEST
 
@@ -327,6 +457,13 @@ main(void)
 	tc = tcase_create("round_trip");
 	tcase_add_unchecked_fixture(tc, keys_setup, keys_teardown);
 	tcase_add_test(tc, test_round_trip);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("key_ring");
+	tcase_add_unchecked_fixture(tc, keys_setup, keys_teardown);
+	tcase_add_test(tc, test_key_ring);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("key_files");
+	tcase_add_test(tc, test_generate_and_load_pubs);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("scan");
 	tcase_add_unchecked_fixture(tc, keys_setup, keys_teardown);
