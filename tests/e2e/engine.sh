@@ -43,6 +43,7 @@ expect_eq "the engine runs as nobody" "$(id -u nobody)" "$(status_field "$ENGINE
 expect_eq "the engine has no capability" "0000000000000000 0000000000000000" \
     "$(status_field "$ENGINE_PID" CapPrm) $(status_field "$ENGINE_PID" CapEff)"
 expect_eq "the engine has no_new_privs" 1 "$(status_field "$ENGINE_PID" NoNewPrivs)"
+expect_eq "the engine runs under a seccomp filter" 2 "$(status_field "$ENGINE_PID" Seccomp)"
 expect_match "the monitor keeps only its own capabilities (no CAP_SYS_ADMIN, CAP_NET_ADMIN)" \
     "^00000000000000e[0-9a-f]$|^00000000000000c[0-9a-f]$" "$(status_field "$EGRESSD_PID" CapEff)"
 expect_match "status names the monitor's pid" "\"pid\": *$EGRESSD_PID\b" "$(ctl '{"verb":"status"}')"
