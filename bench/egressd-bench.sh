@@ -27,6 +27,8 @@
 #   egress-policy and bench/tcpbench; tcpbench is compiled from this directory when missing.
 #   Missing haproxy, squid or socat are installed with apt-get when running as root;
 #   otherwise their rows say n/a.
+# EGRESS_BASE=DIR adds the row egressd-base: the egressd of another build (e.g. the last
+# single-process commit) measured the same way, and the privsep ratios against it.
 # Knobs (environment): BENCH_BULK (bytes, default 1G), BENCH_ROUNDS (3), BENCH_SEQ (3000),
 # BENCH_PAR (8000), BENCH_CONC (8), BENCH_IDLE (2000), BENCH_BUDGET (seconds, 280),
 # BENCH_PIN (1), BENCH_KEEP=1 keeps the temporary directory.
@@ -200,8 +202,28 @@ for mode in match off; do
 done
 bench_egressd "bench policy $T/bench.policy" "sni-match policy $T/sni-match.policy" \
     "sni-off policy $T/sni-off.policy"
-PIDOF[egressd]=$EGRESSD_PID
-PIDOF[egressd-socks5]=$EGRESSD_PID
+# egressd is two processes (the monitor and its engine): CPU, RSS and pinning count both.
+for _ in $(seq 50); do
+	ENGINE_PID=$(pgrep -P "$EGRESSD_PID" -x egressd-engine | head -n 1)
+	[ -n "$ENGINE_PID" ] && break
+	sleep 0.1
+done
+PIDOF[egressd]="$EGRESSD_PID${ENGINE_PID:+ $ENGINE_PID}"
+PIDOF[egressd-socks5]=${PIDOF[egressd]}
+# EGRESS_BASE=DIR: the same measurements of another build's egressd (e.g. the last
+# single-process commit, for the cost of privilege separation), same configuration.
+if [ -n "${EGRESS_BASE:-}" ] && [ -x "$EGRESS_BASE/egressd" ]; then
+	mkdir -p "$T/base"
+	awk -v t="$T" '$1 == "runtime-dir" { $2 = t "/base/run" } $1 == "receipts" { $2 = t "/base/receipts.jsonl" } { print }' \
+	    "$T/egressd.conf" >"$T/base/egressd.conf"
+	"$EGRESS_BASE/egressd" -c "$T/base/egressd.conf" 2>"$T/base/egressd.log" &
+	PIDS+=($!)
+	BASE_PID=$!
+	sleep 0.3
+	PIDOF[egressd-base]="$BASE_PID $(pgrep -P "$BASE_PID" -x egressd-engine | head -n 1)"
+	PATHOF[egressd-base]=unix-http:$T/base/run/bench.sock
+	NAMES+=(egressd-base)
+fi
 PATHOF[egressd]=unix-http:$T/run/bench.sock
 PATHOF[egressd-socks5]=unix-socks5:$T/run/bench.sock
 
@@ -225,12 +247,16 @@ done
 
 declare -A BULK_R BULKF_R SEQ_R PAR_R IDLE_R GIB_R SETUP_R
 
-# CPU ticks of a process and its reaped children (socat forks one per connection).
+# CPU ticks of processes ($1: pids) and their reaped children (socat forks one per
+# connection).
 ticks() {
-	local v=
+	local v= p t
 
-	[ -n "$1" ] && v=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null |
-	    awk '{ print $12 + $13 + $14 + $15 }')
+	for p in $1; do
+		t=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk '{ print $12 + $13 + $14 + $15 }')
+		[ -n "$t" ] || { v=; break; }
+		v=$(( ${v:-0} + t ))
+	done
 	echo "${v:--}"
 }
 
@@ -253,12 +279,16 @@ pin() {
 	done
 }
 
+# KiB of RSS of processes ($1: pids), added up.
 rss_kib() {
-	local v
+	local v p sum=0
 
-	v=$(awk '/^Rss:/ { print $2 }' "/proc/$1/smaps_rollup" 2>/dev/null)
-	[ -n "$v" ] || v=$(awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null)
-	echo "${v:-0}"
+	for p in $1; do
+		v=$(awk '/^Rss:/ { print $2 }' "/proc/$p/smaps_rollup" 2>/dev/null)
+		[ -n "$v" ] || v=$(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null)
+		sum=$((sum + ${v:-0}))
+	done
+	echo "$sum"
 }
 
 # Bytes of RSS per idle tunnel: $IDLE tunnels opened through path $1 into pid $2.
@@ -407,6 +437,18 @@ bench_target "chain    relay+egressd/haproxy ($ONE)" "$r_cb" ge 0.90
 bench_target "chain    relay+egressd/socat chain" "$r_cs" ge 2.00
 bench_row "" "chain    setups seq relay+egressd/socat" \
     "$(ratio "${SEQ_R[egress-chain]:-}" "${SEQ_R[socat-chain]:-}")"
+if [ -n "${PATHOF[egressd-base]:-}" ]; then
+	# Privilege separation must not cost the user (issue 13): within 10 % of the build
+	# in EGRESS_BASE (the last single-process commit), measured in this run.
+	bench_target "privsep  setups seq egressd/base ($ONE)" \
+	    "$(ratio "${SEQ_R[egressd]}" "${SEQ_R[egressd-base]}")" ge 0.90
+	bench_target "privsep  setups $CONC-way egressd/base" \
+	    "$(ratio "${PAR_R[egressd]}" "${PAR_R[egressd-base]}")" ge 0.90
+	bench_row "within noise" "privsep  bulk egressd/base ($ONE)" \
+	    "$(ratio "${BULK_R[egressd]}" "${BULK_R[egressd-base]}")"
+	bench_row "" "privsep  CPU per setup egressd/base" \
+	    "$(ratio "${SETUP_R[egressd]}" "${SETUP_R[egressd-base]}")"
+fi
 if [ -n "${SNI_SEQ[match]:-}" ]; then
 	echo
 	printf 'SNI guard, setups carrying a %s-byte ClientHello (%s):\n' \

@@ -118,8 +118,11 @@ int receipt_open(const char *path, const char *keyfile, struct event_base *base)
  * batch and returns when the monitor has written it to the kernel (fsync is batched).
  */
 int receipt_write(const struct receipt *r);
-/* The monitor: writes one record to the kernel before returning. */
+/* The monitor: writes one record to the kernel before returning (or, between
+ * receipt_batch_begin and receipt_batch_end, with the batch's other lines at its end). */
 int receipt_record(const struct receipt *r);
+void receipt_batch_begin(void);
+int receipt_batch_end(void);
 void receipt_flush(void);
 /* Also send each receipt line to syslog(3) (LOG_INFO, facility daemon). */
 void receipt_syslog(bool on);

@@ -527,6 +527,7 @@ mon_batch(const uint8_t *buf, size_t len)
 		kill(mon_engine, SIGKILL);
 		return;
 	}
+	receipt_batch_begin();
 	while ((rc = mw_batch_next(&rd, rec, &why)) == 1) {
 		struct mon_open *o = rec->id[0] ? mon_open_find(rec->id) : NULL;
 		struct receipt r;
@@ -560,6 +561,8 @@ mon_batch(const uint8_t *buf, size_t len)
 		mon_refuse(why, rec);
 		mon_next = rd.seq + rd.left;    /* the rest of this batch is not written */
 	}
+	/* In the kernel before the acknowledgement: the engine's next step waits for it. */
+	(void)receipt_batch_end();
 	free(rec);
 	memset(&ack, 0, sizeof(ack));
 	ack.magic = MW_MAGIC;

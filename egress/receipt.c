@@ -141,11 +141,91 @@ receipt_flush(void)
 	}
 }
 
+/*
+ * A batch (the monitor's, one per engine batch): the lines go to the kernel in one
+ * write at its end instead of one each. The chain in memory moves with every line; if
+ * the write fails, it goes back to where the file is, and those lines are lost (logged),
+ * as a failed line is without a batch.
+ */
+#define RECEIPT_PEND_MAX (64 * RCPT_LINE_MAX)
+static bool receipt_batching;
+static char *receipt_pend;
+static size_t receipt_pend_len;
+static uint64_t receipt_pend_seq;               /* receipt_next_seq of the file */
+static char receipt_pend_prev[RCPT_HASH_STRLEN];
+
+static int
+receipt_write_all(const char *line, size_t len)
+{
+	size_t off = 0;
+
+	while (off < len) {
+		ssize_t n = write(receipt_fd, line + off, len - off);
+
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			log_error_errno("event=receipt-write path=%s", receipt_path);
+			return -1;
+		}
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+static int
+receipt_pend_flush(void)
+{
+	int rc = 0;
+
+	if (receipt_pend_len > 0 && receipt_write_all(receipt_pend, receipt_pend_len) == -1) {
+		log_error("event=receipt-write lost=%llu detail=\"a batch's lines did not reach "
+		    "the file; the chain goes on from the last line written\"",
+		    (unsigned long long)(receipt_next_seq - receipt_pend_seq));
+		receipt_next_seq = receipt_pend_seq;
+		memcpy(receipt_prev, receipt_pend_prev, sizeof(receipt_prev));
+		rc = -1;
+	}
+	receipt_pend_len = 0;
+	receipt_pend_seq = receipt_next_seq;
+	memcpy(receipt_pend_prev, receipt_prev, sizeof(receipt_prev));
+	return rc;
+}
+
+void
+receipt_batch_begin(void)
+{
+	if (receipt_pend == NULL)
+		receipt_pend = xmalloc(RECEIPT_PEND_MAX);
+	receipt_batching = true;
+	receipt_pend_len = 0;
+	receipt_pend_seq = receipt_next_seq;
+	memcpy(receipt_pend_prev, receipt_prev, sizeof(receipt_prev));
+}
+
+int
+receipt_batch_end(void)
+{
+	int rc;
+
+	receipt_batching = false;
+	rc = receipt_pend_flush();
+	receipt_rotate_if_due();
+	return rc;
+}
+
 static int
 receipt_append(const char *line, size_t len, bool arm_checkpoint)
 {
 	size_t off = 0;
 
+	if (receipt_batching) {
+		if (receipt_pend_len + len > RECEIPT_PEND_MAX && receipt_pend_flush() == -1)
+			return -1;
+		memcpy(receipt_pend + receipt_pend_len, line, len);
+		receipt_pend_len += len;
+		off = len;
+	}
 	while (off < len) {
 		ssize_t n = write(receipt_fd, line + off, len - off);
 
@@ -252,7 +332,8 @@ receipt_record(const struct receipt *r)
 	/* The chain covers the line without its newline. */
 	rcpt_chain_hash(b.s, b.len - 1, receipt_prev);
 	receipt_next_seq++;
-	receipt_rotate_if_due();
+	if (!receipt_batching)
+		receipt_rotate_if_due();
 	if (receipt_to_syslog) {
 		/* One JSON line per receipt, as written to the file (chain and MAC included). */
 		b.s[b.len - 1] = '\0';
