@@ -4,7 +4,9 @@
 # child egressd-engine (nobody, no capabilities), which serves. SIGKILL of the engine under
 # 200 live tunnels: every open gets its daemon-restart close, the chain verifies, a new
 # engine serves a new tunnel within 1 s, the principal socket keeps its device and inode.
-# With the test verbs of --enable-debug: the engine cannot open a key file, forged or
+# Neither the receipt key nor the signing key is anywhere in the engine's memory (read
+# from /proc/PID/mem; the same scan finds both in the monitor's). With the test verbs of
+# --enable-debug: the engine cannot open a key file, forged or
 # out-of-order receipts are refused by the monitor (logged, never written), and a system
 # call outside the engine's filter kills it with the call named in the monitor's log.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/e2e/lib.sh"
@@ -19,7 +21,11 @@ ECHO=$PORT
 printf 'k.e2e.test A 127.0.0.1\n' > zone
 dns_start zone
 printf 'allow *.e2e.test 1024-65535\npermit-range 127.0.0.1/32\n' > open.policy
-conf_begin
+openssl genpkey -algorithm ed25519 -out sign.pem 2>/dev/null
+chmod 600 sign.pem
+# the signing key's 32 private bytes: the end of its DER form
+openssl pkey -in sign.pem -outform DER 2>/dev/null | tail -c 32 > sign.raw
+conf_begin "signing-key $WORK/sign.pem"
 principal k open.policy
 egressd_start
 S=$RUN/k.sock
@@ -47,6 +53,33 @@ expect_eq "the engine runs under a seccomp filter" 2 "$(status_field "$ENGINE_PI
 expect_match "the monitor keeps only its own capabilities (no CAP_SYS_ADMIN, CAP_NET_ADMIN)" \
     "^00000000000000e[0-9a-f]$|^00000000000000c[0-9a-f]$" "$(status_field "$EGRESSD_PID" CapEff)"
 expect_match "status names the monitor's pid" "\"pid\": *$EGRESSD_PID\b" "$(ctl '{"verb":"status"}')"
+
+# memscan PID FILE: how many times the bytes of FILE (raw, and in hex) are in PID's memory.
+memscan() {
+	"$E2E_PY" -c 'import re, sys
+pid, key = int(sys.argv[1]), open(sys.argv[2], "rb").read()
+needles = [key, key.hex().encode()]
+hits = 0
+with open("/proc/%d/maps" % pid) as maps, open("/proc/%d/mem" % pid, "rb", 0) as mem:
+    for line in maps:
+        m = re.match(r"([0-9a-f]+)-([0-9a-f]+) (r)", line)
+        if not m or "[vvar]" in line or "[vsyscall]" in line:
+            continue
+        a, b = int(m.group(1), 16), int(m.group(2), 16)
+        try:
+            mem.seek(a)
+            data = mem.read(b - a)
+        except OSError:
+            continue
+        hits += sum(data.count(n) for n in needles)
+print(hits)' "$1" "$2"
+}
+expect_eq "the receipt key is nowhere in the engine's memory" 0 "$(memscan "$ENGINE_PID" "$KEY")"
+m=$(memscan "$EGRESSD_PID" "$KEY")
+expect_match "... while the scan finds it in the monitor's ($m times)" "^[1-9][0-9]*$" "$m"
+expect_eq "the signing key is nowhere in the engine's memory" 0 "$(memscan "$ENGINE_PID" sign.raw)"
+m=$(memscan "$EGRESSD_PID" sign.raw)
+expect_match "... while the scan finds it in the monitor's ($m times)" "^[1-9][0-9]*$" "$m"
 
 # --- SIGKILL of the engine under 200 tunnels -------------------------------------------
 before=$(stat -c %d:%i "$S")
@@ -94,6 +127,7 @@ if printf '%s' "$a" | grep -q "unknown verb"; then
 	skip "a forbidden system call kills the engine" "egressd built without --enable-debug"
 else
 	expect_match "the engine cannot open the receipt key" "\"$KEY\": *\"(Permission denied)\"" "$a"
+	expect_match "the engine cannot open the signing key" "\"$WORK/sign.pem\": *\"(Permission denied)\"" "$a"
 	# forged receipts: the monitor refuses each, writes none of them
 	mark=$(log_mark)
 	r0=$(rcpt_mark)
