@@ -470,6 +470,7 @@ conf_free(struct conf *c)
 {
 	if (c == NULL)
 		return;
+	free(c->text);
 	for (size_t i = 0; i < c->nprincipals; i++) {
 		free(c->principals[i].name);
 		free(c->principals[i].socket);
@@ -557,6 +558,10 @@ conf_load(const char *file)
 		conf_free(c);
 		return NULL;
 	}
+	/* The bytes as read: the monitor hands them to its engine (the file may be a FIFO). */
+	c->text = xmalloc(len + 1);
+	memcpy(c->text, buf, len);
+	c->textlen = len;
 	for (s = buf, end = buf + len, cp.line = 1; s < end; cp.line++) {
 		const char *nl = memchr(s, '\n', (size_t)(end - s));
 		const char *eol = nl ? nl : end;

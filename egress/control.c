@@ -344,8 +344,8 @@ ctl_debug(struct ctl_client *cl, json_t *req)
 		receipt_write(&r);
 		ctl_reply(cl, json_pack("{s:b}", "ok", 1));
 	} else if (what != NULL && strcmp(what, "syscall") == 0) {
-		/* Not in the engine's allow-list: the filter kills the engine here. */
-		long rc = syscall(SYS_ptrace, 0L, 0L, 0L, 0L);
+		/* Not in the engine's allow-list (not even a sanitizer build's): killed here. */
+		long rc = syscall(SYS_getpgid, 0L);
 
 		ctl_reply(cl, json_pack("{s:b,s:I}", "ok", 1, "returned", (json_int_t)rc));
 	} else {

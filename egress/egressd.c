@@ -223,7 +223,12 @@ engine_run(const char *file, bool debug, bool seccomp_log)
 	egressd_pid = getppid();
 	if (engine_start() == -1)
 		return 1;
-	if ((conf_current = conf_load(file)) == NULL)
+	/* The bytes the monitor read (a FIFO cannot be read twice), under the file's name. */
+	conf_opener = engine_conf_first;
+	conf_current = conf_load(file);
+	conf_opener = NULL;
+	close(ENGINE_CONF_FD);
+	if (conf_current == NULL)
 		return 2;
 	egressd_conf = conf_current;
 	log_init("egressd", LOG_OUT_LOGFMT, conf_current->log_syslog, debug);

@@ -72,6 +72,8 @@ struct conf_principal {
 
 struct conf {
 	char *file;
+	char *text;                  /* the file's bytes as read */
+	size_t textlen;
 	char *runtime_dir;
 	char *control;
 	char *lease;
@@ -384,16 +386,22 @@ int priv_do_receipts_rotate(const char *path, char *old, size_t oldlen);
 
 /* True once the engine has dropped its rights: files come only from the monitor then. */
 extern bool engine_confined;
-/* An AF_UNIX listener for principal p's spec, made by the monitor; -1 with errno. */
+/*
+ * An AF_UNIX listener for principal p's spec, made by the monitor; -1 with errno. Without a
+ * monitor (the daemon's objects in a unit test) these and receipt_write act in-process.
+ */
 struct principal_spec;
 int priv_listen(const struct principal_spec *spec, const char *digest, uid_t uid, gid_t gid,
     dev_t *dev, ino_t *ino);
 /* The principal is gone: the monitor removes its socket (that one, by dev/ino). */
-int priv_unlink(const char *name, dev_t dev, ino_t ino);
+int priv_unlink(const char *name, const char *path, dev_t dev, ino_t ino);
 /* Opens a file to read: itself before confinement, else asks the monitor (kind). */
 int engine_open(const char *path, enum mw_open_kind kind, int peer_fd);
 /* egressd.conf itself (conf_opener once confined). */
 int engine_open_conf(const char *path);
+/* The monitor's copy of egressd.conf (fd 5 of the engine's exec), for its first read. */
+int engine_conf_first(const char *path);
+#define ENGINE_CONF_FD 5
 /* policy-key: the monitor's verdict on the policy in fd (NULL: its MAC is good). */
 const char *engine_maccheck(int fd, const char *path, const char *digest, char *err,
     size_t errlen);

@@ -25,6 +25,7 @@
  */
 #include "config.h"
 
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -725,7 +726,7 @@ static void
 mon_spawn(void)
 {
 	time_t now = time(NULL);
-	int sv[2];
+	int sv[2], cfd;
 	pid_t pid;
 
 	if (now - mon_window_start >= MON_RESTART_WINDOW_S) {
@@ -739,8 +740,17 @@ mon_spawn(void)
 		event_base_loopexit(egressd_base, NULL);
 		return;
 	}
+	/* The configuration as the monitor read it last: the engine's first read. */
+	if ((cfd = memfd_create("egressd.conf", MFD_CLOEXEC)) == -1 ||
+	    write(cfd, mon_conf->text, mon_conf->textlen) != (ssize_t)mon_conf->textlen) {
+		log_error_errno("event=engine-start");
+		if (cfd != -1)
+			close(cfd);
+		goto later;
+	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
 		log_error_errno("event=engine-start");
+		close(cfd);
 		goto later;
 	}
 	{
@@ -753,6 +763,7 @@ mon_spawn(void)
 		log_error_errno("event=engine-start");
 		close(sv[0]);
 		close(sv[1]);
+		close(cfd);
 		goto later;
 	}
 	if (pid == 0) {
@@ -774,18 +785,20 @@ mon_spawn(void)
 		sigaddset(&none, SIGHUP);
 		sigaddset(&none, SIGUSR1);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		int exe = fcntl(mon_exe, F_DUPFD, 5), ch = fcntl(sv[1], F_DUPFD, 5);
+		int exe = fcntl(mon_exe, F_DUPFD, 6), ch = fcntl(sv[1], F_DUPFD, 6);
+		int cf = fcntl(cfd, F_DUPFD, 6);
 
-		if (exe == -1 || ch == -1 || dup2(ch, 3) == -1 || dup2(exe, 4) == -1 ||
-		    fcntl(4, F_SETFD, FD_CLOEXEC) == -1)
+		if (exe == -1 || ch == -1 || cf == -1 || dup2(ch, 3) == -1 || dup2(exe, 4) == -1 ||
+		    dup2(cf, ENGINE_CONF_FD) == -1 || fcntl(4, F_SETFD, FD_CLOEXEC) == -1)
 			_exit(127);
-		if (close_range(5, ~0U, 0) == -1)
-			for (int i = 5; i < 1024; i++)
+		if (close_range(6, ~0U, 0) == -1)
+			for (int i = 6; i < 1024; i++)
 				close(i);
 		fexecve(4, argv, environ);
 		_exit(127);
 	}
 	close(sv[1]);
+	close(cfd);
 	mon_chan = sv[0];
 	mon_engine = pid;
 	mon_next = 1;

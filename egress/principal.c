@@ -200,7 +200,7 @@ principal_remove(struct principal *p, const char *why)
 	principal_deny_flush(p);
 	/* After its receipts (they go first): the monitor then forgets the principal and
 	 * unlinks only what is still its socket, never a file someone put in its place. */
-	(void)priv_unlink(p->name, p->dev, p->ino);
+	(void)priv_unlink(p->name, p->socket, p->dev, p->ino);
 	if (p->deny_flush != NULL)
 		event_free(p->deny_flush);
 	free(p->slots);

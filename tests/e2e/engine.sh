@@ -151,7 +151,7 @@ else
 	ctl '{"verb":"debug","what":"syscall"}' >/dev/null 2>&1
 	wait_log "event=engine-exit pid=$old" "$mark" || true
 	expect_match "a forbidden system call kills the engine, the monitor names it" \
-	    "event=engine-exit pid=$old seccomp syscall=ptrace" "$(tail -n "+$((mark + 1))" egressd.err)"
+	    "event=engine-exit pid=$old seccomp syscall=getpgid" "$(tail -n "+$((mark + 1))" egressd.err)"
 	wait_log "event=engine-ready" "$mark" || true
 	expect_eq "... and a new engine serves" "00
 echo-ok" "$(py tunnel socks5 "$S" k.e2e.test "$ECHO" --mode echo)"

@@ -1,8 +1,8 @@
 /*
  * check_principal.c: unit tests for egressd's principal table (egress/principal.c), linked
  * from libegressd.a. A real minimum of the daemon: a temporary runtime dir holding the
- * principals' sockets and policy files, an event base, a receipt file; no priv helper
- * (egressd without `user` listens itself). Covers principal_find over several principals,
+ * principals' sockets and policy files, an event base, a receipt file; no monitor (the
+ * engine's objects without a channel listen and write receipts in-process). Covers principal_find over several principals,
  * the pin cache (lifetime = TTL within pin min/max, expiry, the bound: the oldest goes),
  * the deny collapse (the burst, identical denials counted, distinct ones in slots, the
  * slot bound, the flush at the next second) and a lease's tally. The clock is passed in
