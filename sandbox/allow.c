@@ -155,9 +155,12 @@ sbx_sigsys(int sig, siginfo_t *si, void *ctx)
 {
 	char line[160];
 	size_t off = 0;
-	int saved = errno, nr = si->si_syscall;
+	int saved = errno, nr = si->si_code == SYS_SECCOMP ? si->si_syscall : -1;
 	const char *name = nr >= 0 && nr < SBX_ALLOW_NR_MAX ? sbx_names[nr] : NULL;
-	/* mode is LOG only where SBX_ALLOW_CAN_LOG (sbx_allow_install) */
+	/*
+	 * mode is LOG only where SBX_ALLOW_CAN_LOG (sbx_allow_install); a SIGSYS that is
+	 * not a trap (kill -SYS) has no syscall to report and ends the process as it would.
+	 */
 	bool log = sbx_log && si->si_code == SYS_SECCOMP;
 	struct sigaction dfl;
 	sigset_t set;
@@ -262,9 +265,13 @@ sbx_allow_install(const struct sbx_allow *t, size_t n, enum sbx_allow_mode mode,
 		fprintf(stderr, "%s: seccomp: cannot initialise a filter\n", sbx_prog);
 		return -1;
 	}
-	/* Another ABI's numbers mean other calls: no handler, no name, death. */
+	/*
+	 * Another ABI's numbers mean other calls: no handler, no name, death. TSYNC: every
+	 * thread of the process gets the filter, not only the caller.
+	 */
 	if (seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) != 0 ||
-	    seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 1) != 0) {
+	    seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 1) != 0 ||
+	    seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1) != 0) {
 		fprintf(stderr, "%s: seccomp: cannot set filter attributes\n", sbx_prog);
 		goto fail;
 	}
