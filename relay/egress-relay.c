@@ -16,6 +16,13 @@
  * Of egressd's side it reads only the 8-byte EGR1 reply; a refusal resets the client, which
  * sees its connect fail as it would elsewhere. The workload's bytes are never parsed.
  *
+ * After its set-up (principal socket pinned, listeners bound, event base and signals
+ * ready, capabilities dropped) it confines itself with an allow-list seccomp filter
+ * (sandbox/allow.c): relay_allowed below is every call it makes from then on, found by
+ * running the e2e tests with --seccomp-log; any other call kills it (SIGSYS) with the
+ * call's name on stderr. The workload's own filter stays a deny list (sandbox.c): the
+ * workload runs arbitrary programs, the relay runs only this loop.
+ *
  * Trusts: nothing its clients send (it only copies bytes, with bounded buffers and a fixed
  * number of slots), and the principal socket as pinned at start.
  */
@@ -33,9 +40,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -49,6 +58,7 @@
 #include "sock.h"
 #include "splice.h"
 #include "sandbox.h"
+#include "allow.h"
 
 #define RELAY_DEFAULT_CONNS 256
 #define RELAY_MAX_CONNS 65536
@@ -77,6 +87,35 @@ static struct event *ev_accept, *ev_taccept;
 static void relay_listen_onoff(bool on, void *arg);
 static struct egress_accept_pause accept_pause = { .listen = relay_listen_onoff };
 
+/*
+ * Every call the relay makes once serving, found by running every e2e test that starts it
+ * with --seccomp-log (and a 16 MiB --buffer run for mmap). The only new descriptors are
+ * accepted connections (accept4) and AF_UNIX sockets to the pinned principal (socket with
+ * that domain alone, connected through /proc/self/fd/N). No open, no bind or listen, no
+ * exec, no other family: a compromised relay reaches what it already reached, no more.
+ * sbx_allow_install adds what its SIGSYS handler and an exit need (write, the signal calls,
+ * exit_group); write is also the --ready-fd line and the log.
+ */
+static const struct sbx_allow relay_allowed[] = {
+	/*
+	 * the loop: libevent's epoll back end (its signal pipe is read and written), and its
+	 * clock: the vDSO here, the system call where the clock source has no vDSO path (some
+	 * VMs). epoll_pwait: aarch64 has no epoll_wait.
+	 */
+	SBX_ALLOW("epoll_wait"), SBX_ALLOW("epoll_pwait"), SBX_ALLOW("epoll_ctl"),
+	SBX_ALLOW("clock_gettime"),
+	/* a connection: accepted, its principal side connected and made non-blocking */
+	SBX_ALLOW("accept4"), SBX_ALLOW_ARG("socket", 0, AF_UNIX), SBX_ALLOW("connect"),
+	SBX_ALLOW_ARG("fcntl", 1, F_SETFL),
+	/* TCP_NODELAY, SO_LINGER on a reset; SO_ORIGINAL_DST and getsockname (transparent) */
+	SBX_ALLOW("setsockopt"), SBX_ALLOW("getsockopt"), SBX_ALLOW("getsockname"),
+	/* bytes: read, send (common/splice.c), writev (libevent's queued output), the end */
+	SBX_ALLOW("read"), SBX_ALLOW("sendto"), SBX_ALLOW("writev"), SBX_ALLOW("shutdown"),
+	SBX_ALLOW("close"),
+	/* memory: malloc's heap, and its maps for large queues (read-write, never exec) */
+	SBX_ALLOW("brk"), SBX_ALLOW_ARG("mmap", 2, PROT_READ | PROT_WRITE), SBX_ALLOW("munmap"),
+};
+
 static void __attribute__((noreturn))
 usage(const char *msg)
 {
@@ -84,7 +123,7 @@ usage(const char *msg)
 		log_warnx("%s", msg);
 	fprintf(stderr, "usage: egress-relay --listen ADDR:PORT --egress PATH [--expect DEV:INO]\n"
 	    "                    [--transparent ADDR:PORT] [--max-conns N] [--buffer BYTES]\n"
-	    "                    [--ready-fd FD]\n");
+	    "                    [--ready-fd FD] [--seccomp-log]\n");
 	exit(2);
 }
 
@@ -419,11 +458,13 @@ main(int argc, char **argv)
 		{ "buffer", required_argument, NULL, 'b' },
 		{ "ready-fd", required_argument, NULL, 'r' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "seccomp-log", no_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *listen_spec = NULL, *egress = NULL, *expect = NULL, *tspec = NULL;
 	struct event *ev_term, *ev_int;
 	int ch, lfd, tfd = -1, ready_fd = -1;
+	enum sbx_allow_mode filter_mode = SBX_ALLOW_KILL;
 	char *end;
 
 	log_init("egress-relay", LOG_OUT_PREFIX, false, false);
@@ -450,6 +491,7 @@ main(int argc, char **argv)
 				usage("--ready-fd takes a descriptor");
 			break;
 		case 'v': verbose = true; break;
+		case 'S': filter_mode = SBX_ALLOW_LOG; break;
 		default: usage(NULL);
 		}
 	}
@@ -487,8 +529,15 @@ main(int argc, char **argv)
 	event_add(ev_term, NULL);
 	event_add(ev_int, NULL);
 	/* It needs no privilege: whatever the sandbox's user namespace granted goes. */
-	if (sandbox_drop_caps() == -1 || sandbox_relay_filter() == -1)
+	if (sandbox_drop_caps() == -1 ||
+	    sbx_allow_install(relay_allowed, sizeof(relay_allowed) / sizeof(relay_allowed[0]),
+	    filter_mode, STDERR_FILENO, "egress-relay") == -1)
 		return 1;
+#ifdef EGRESS_TEST_HOOKS
+	/* Test-only (--enable-debug): a call the list lacks, to see the filter kill. */
+	if (getenv("EGRESS_RELAY_TEST_FORBIDDEN") != NULL)
+		(void)syscall(SYS_getpgid, 0);
+#endif
 	/* Listening now: tell whoever waits (egress-launch), then serve. */
 	if (ready_fd >= 0) {
 		if (write(ready_fd, "ready\n", 6) != 6) {

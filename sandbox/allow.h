@@ -72,8 +72,8 @@ enum sbx_allow_mode {
 };
 
 /*
- * Loads the filter of the n entries of t on the calling thread (and what it starts
- * later), after installing the SIGSYS handler. report_fd receives the handler's lines
+ * Loads the filter of the n entries of t on every thread of the process (TSYNC) and
+ * what they start later, after installing the SIGSYS handler (process-wide). report_fd receives the handler's lines
  * (stderr, or a socket to a parent); prog prefixes them (truncated to 63 bytes). Returns
  * 0, or -1 with a message on stderr (no filter loaded then).
  */

@@ -20,7 +20,10 @@
  */
 int sandbox_workload_filter(bool log);
 
-/* egress-relay's own filter: new sockets only AF_UNIX, no exec, no ptrace, no binding. */
+/*
+ * A deny list for egress-launch's stub resolver (launcher/dnsstub.c): new sockets only
+ * AF_UNIX, no exec, no ptrace, no binding. egress-relay has an allow list (allow.h).
+ */
 int sandbox_relay_filter(void);
 
 /*

@@ -106,20 +106,20 @@ expect_sigsys(const struct run *r)
 	    "child not killed by SIGSYS (status %#x)", r->status);
 }
 
-static const struct sbx_allow getppid_only[] = { SBX_ALLOW("getppid") };
+static const struct sbx_allow getpgid_only[] = { SBX_ALLOW("getpgid") };
 static const struct sbx_allow nothing[] = { SBX_ALLOW("no_such_syscall") };
 
 static void
-body_getppid(void)
+body_getpgid(void)
 {
-	say_errno(syscall(SYS_getppid));
+	say_errno(syscall(SYS_getpgid, 0));
 }
 
 START_TEST(allowed_call_works)
 {
 	struct run r;
 
-	run(getppid_only, NELEM(getppid_only), SBX_ALLOW_KILL, body_getppid, &r);
+	run(getpgid_only, NELEM(getpgid_only), SBX_ALLOW_KILL, body_getpgid, &r);
 	expect_exit0(&r);
 	ck_assert_str_eq(r.result, "ok ");
 	ck_assert_str_eq(r.report, "");
@@ -127,10 +127,10 @@ START_TEST(allowed_call_works)
 END_TEST
 
 static void
-body_getppid_then_more(void)
+body_getpgid_then_more(void)
 {
 	say("before ");
-	say_errno(syscall(SYS_getppid));
+	say_errno(syscall(SYS_getpgid, 0));
 	say("after ");                  /* never in KILL mode */
 }
 
@@ -139,11 +139,11 @@ START_TEST(forbidden_call_kills_and_is_named)
 	struct run r;
 	char want[128];
 
-	run(nothing, NELEM(nothing), SBX_ALLOW_KILL, body_getppid_then_more, &r);
+	run(nothing, NELEM(nothing), SBX_ALLOW_KILL, body_getpgid_then_more, &r);
 	expect_sigsys(&r);
 	ck_assert_str_eq(r.result, "before ");
-	snprintf(want, sizeof(want), "check_allow: seccomp syscall=getppid nr=%d action=kill\n",
-	    SYS_getppid);
+	snprintf(want, sizeof(want), "check_allow: seccomp syscall=getpgid nr=%d action=kill\n",
+	    SYS_getpgid);
 	ck_assert_str_eq(r.report, want);
 }
 END_TEST
@@ -151,7 +151,7 @@ END_TEST
 static void
 body_two_refused(void)
 {
-	say_errno(syscall(SYS_getppid));
+	say_errno(syscall(SYS_getpgid, 0));
 	say_errno(syscall(SYS_getuid));
 	say("after ");
 }
@@ -165,8 +165,8 @@ START_TEST(log_mode_returns_enosys_and_continues)
 	expect_exit0(&r);
 	ck_assert_str_eq(r.result, "ENOSYS ENOSYS after ");
 	snprintf(want, sizeof(want),
-	    "check_allow: seccomp syscall=getppid nr=%d action=enosys\n"
-	    "check_allow: seccomp syscall=getuid nr=%d action=enosys\n", SYS_getppid, SYS_getuid);
+	    "check_allow: seccomp syscall=getpgid nr=%d action=enosys\n"
+	    "check_allow: seccomp syscall=getuid nr=%d action=enosys\n", SYS_getpgid, SYS_getuid);
 	/* the report may also list calls of exit() (stdio, a sanitizer) that the list lacks */
 	ck_assert_msg(strncmp(r.report, want, strlen(want)) == 0, "report \"%s\"", r.report);
 }
@@ -233,14 +233,14 @@ START_TEST(fcntl_command_set_and_errno_entry)
 END_TEST
 
 static const struct sbx_allow with_unknown[] = {
-	SBX_ALLOW("no_such_syscall"), SBX_ALLOW("getppid"), SBX_ALLOW("another_made_up_one"),
+	SBX_ALLOW("no_such_syscall"), SBX_ALLOW("getpgid"), SBX_ALLOW("another_made_up_one"),
 };
 
 START_TEST(unknown_name_is_skipped)
 {
 	struct run r;
 
-	run(with_unknown, NELEM(with_unknown), SBX_ALLOW_KILL, body_getppid, &r);
+	run(with_unknown, NELEM(with_unknown), SBX_ALLOW_KILL, body_getpgid, &r);
 	expect_exit0(&r);
 	ck_assert_str_eq(r.result, "ok ");
 	ck_assert_str_eq(r.report, "");
@@ -249,7 +249,7 @@ END_TEST
 
 START_TEST(names)
 {
-	ck_assert_str_eq(sbx_allow_name(SYS_getppid), "getppid");
+	ck_assert_str_eq(sbx_allow_name(SYS_getpgid), "getpgid");
 	ck_assert_str_eq(sbx_allow_name(SYS_socket), "socket");
 	ck_assert_ptr_null(sbx_allow_name(-1));
 	ck_assert_ptr_null(sbx_allow_name(1 << 20));
