@@ -79,6 +79,12 @@ struct conf {
 	char *receipt_key;
 	char *signing_key;
 	char *policy_key;
+	/*
+	 * policy-pubkey: Ed25519 public keys (egress_ed25519_load), read when the file is
+	 * parsed; with any, every policy must carry a #sig valid under one of them.
+	 */
+	void *policy_pubkeys[EGRESS_POLICY_MAX_PUBKEYS];
+	size_t npolicy_pubkeys;
 	char *resolvers;             /* "ip:port,ip:port" for c-ares, or NULL */
 	char *hosts;
 	struct cidr nat64[EGRESSD_MAX_NAT64];
@@ -331,7 +337,10 @@ extern time_t egressd_started;
  * owner, so that one added after the drop is owned like one created at start-up. */
 extern uid_t egressd_uid;
 extern gid_t egressd_gid;
-/* Reads and loads a policy file (with the policy key when configured). */
+/*
+ * Reads and loads a policy file (with the policy key when configured; with policy-pubkey
+ * keys, only when its signature verifies under one of them).
+ */
 struct policy *egressd_load_policy(const char *file, char *err, size_t errlen);
 /* A fresh connection id "c-<hex>". */
 void egressd_new_id(char out[24]);
