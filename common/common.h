@@ -113,11 +113,15 @@ int egress_key_generate(const char *path, char *err, size_t errlen);
 void egress_key_clear(struct egress_key *key);
 
 /*
- * Ed25519 for receipt checkpoints (PEM keys as `openssl genpkey -algorithm ed25519`
- * writes them). The key is opaque; NULL with a message in err on failure.
+ * Ed25519 for receipt checkpoints and policy seals (PEM keys as `openssl genpkey
+ * -algorithm ed25519` writes them). The key is opaque; NULL with a message in err on
+ * failure.
  */
 #define EGRESS_ED25519_SIGLEN 64
 void *egress_ed25519_load(const char *path, bool private_key, char *err, size_t errlen);
+/* The same from fd (read and closed; -1: open path), path naming it in errors. */
+void *egress_ed25519_load_fd(int fd, const char *path, bool private_key, char *err,
+    size_t errlen);
 void egress_ed25519_free(void *key);
 /* Every public key of a PEM file of one or more (NULL and *n 0 on failure). */
 #define EGRESS_ED25519_PUBS_MAX 65536
@@ -130,6 +134,12 @@ int egress_ed25519_sign(void *key, const void *msg, size_t len,
     uint8_t sig[EGRESS_ED25519_SIGLEN]);
 bool egress_ed25519_verify(void *key, const void *msg, size_t len,
     const uint8_t sig[EGRESS_ED25519_SIGLEN]);
+/*
+ * Writes a fresh Ed25519 key pair: path (the private key, PEM PKCS#8 as `openssl genpkey`
+ * writes it, mode 0600) and path.pub (the public key, PEM SubjectPublicKeyInfo, mode 0644).
+ * Never overwrites: when either exists nothing is written. 0, or -1 with err.
+ */
+int egress_ed25519_generate(const char *path, char *err, size_t errlen);
 
 /*
  * Accepting with a pause when descriptors run out (accept.c, libevent): egress_accept()

@@ -198,11 +198,19 @@ egress_key_generate(const char *path, char *err, size_t errlen)
 void *
 egress_ed25519_load(const char *path, bool private_key, char *err, size_t errlen)
 {
-	FILE *fp = fopen(path, "re");
+	return egress_ed25519_load_fd(-1, path, private_key, err, errlen);
+}
+
+void *
+egress_ed25519_load_fd(int fd, const char *path, bool private_key, char *err, size_t errlen)
+{
+	FILE *fp = fd == -1 ? fopen(path, "re") : fdopen(fd, "r");
 	EVP_PKEY *k;
 
 	if (fp == NULL) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		if (fd != -1)
+			close(fd);
 		return NULL;
 	}
 	k = private_key ? PEM_read_PrivateKey(fp, NULL, NULL, NULL) :
@@ -388,4 +396,91 @@ egress_ed25519_verify(void *key, const void *msg, size_t len,
 	    EVP_DigestVerify(ctx, sig, EGRESS_ED25519_SIGLEN, msg, len) == 1;
 	EVP_MD_CTX_free(ctx);
 	return ok;
+}
+
+/* Creates path exclusively (no symbolic link followed) with exactly mode; -1 with err. */
+static FILE *
+digest_create(const char *path, mode_t mode, char *err, size_t errlen)
+{
+	FILE *fp;
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+
+	if (fd == -1) {
+		snprintf(err, errlen, "%s: %s", path,
+		    errno == EEXIST ? "already exists, not overwritten" : strerror(errno));
+		return NULL;
+	}
+	/* The umask must not make a public key unreadable or a private one readable. */
+	if (fchmod(fd, mode) == -1 || (fp = fdopen(fd, "w")) == NULL) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		close(fd);
+		unlink(path);
+		return NULL;
+	}
+	return fp;
+}
+
+/* Flushes to the disk and closes; on failure the file is removed. */
+static int
+digest_finish(FILE *fp, const char *path, bool wrote, char *err, size_t errlen)
+{
+	bool ok = wrote && fflush(fp) == 0 && fsync(fileno(fp)) == 0;
+
+	if (!ok)
+		snprintf(err, errlen, "%s: %s", path, wrote ? strerror(errno) :
+		    "libcrypto could not write the PEM key");
+	if (fclose(fp) != 0 && ok) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		ok = false;
+	}
+	if (!ok)
+		unlink(path);
+	return ok ? 0 : -1;
+}
+
+int
+egress_ed25519_generate(const char *path, char *err, size_t errlen)
+{
+	char *pub, vbuf[4096];
+	struct stat st;
+	bool wrote;
+	EVP_PKEY *k;
+	FILE *fp;
+	int r = -1;
+
+	xasprintf(&pub, "%s.pub", path);
+	/* Checked first so that a refusal leaves no half pair behind (O_EXCL still decides). */
+	if (lstat(path, &st) == 0 || lstat(pub, &st) == 0) {
+		snprintf(err, errlen, "%s: already exists, not overwritten",
+		    lstat(path, &st) == 0 ? path : pub);
+		free(pub);
+		return -1;
+	}
+	if ((k = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519")) == NULL) {
+		snprintf(err, errlen, "libcrypto: Ed25519 key generation failed");
+		free(pub);
+		return -1;
+	}
+	if ((fp = digest_create(path, 0600, err, errlen)) == NULL)
+		goto out;
+	/* stdio's buffer is ours, so that no copy of the private key stays in freed memory. */
+	setvbuf(fp, vbuf, _IOFBF, sizeof(vbuf));
+	wrote = PEM_write_PrivateKey(fp, k, NULL, NULL, 0, NULL, NULL) == 1;
+	wrote = digest_finish(fp, path, wrote, err, errlen) == 0;
+	OPENSSL_cleanse(vbuf, sizeof(vbuf));
+	if (!wrote)
+		goto out;
+	if ((fp = digest_create(pub, 0644, err, errlen)) == NULL) {
+		unlink(path);
+		goto out;
+	}
+	if (digest_finish(fp, pub, PEM_write_PUBKEY(fp, k) == 1, err, errlen) == -1) {
+		unlink(path);
+		goto out;
+	}
+	r = 0;
+out:
+	EVP_PKEY_free(k);
+	free(pub);
+	return r;
 }

@@ -246,6 +246,33 @@ fail:
 	free(pr.policy);
 }
 
+/* policy-pubkey FILE (repeatable): the key is read now, so that -t refuses a bad one. */
+static void
+conf_policy_pubkey(struct conf_parse *cp, const struct conf_field *f, size_t nf)
+{
+	struct conf *c = cp->c;
+	char *path = NULL, err[512];
+
+	if (nf != 2) {
+		conf_error(cp, f[0].col, "expected: policy-pubkey PATH");
+		return;
+	}
+	if (c->npolicy_pubkeys == EGRESS_POLICY_MAX_PUBKEYS) {
+		conf_error(cp, f[0].col, "more than %d policy-pubkey lines",
+		    EGRESS_POLICY_MAX_PUBKEYS);
+		return;
+	}
+	if (conf_path(cp, &f[1], &path) == -1)
+		return;
+	if ((c->policy_pubkeys[c->npolicy_pubkeys] = egress_ed25519_load_fd(conf_file_opener ?
+	    conf_file_opener(path) : -1, path, false, err, sizeof(err))) == NULL) {
+		conf_error(cp, f[1].col, "policy-pubkey %s", err);
+		free(path);
+	} else {
+		c->policy_pubkey_files[c->npolicy_pubkeys++] = path;
+	}
+}
+
 static void
 conf_directive(struct conf_parse *cp, const struct conf_field *f, size_t nf)
 {
@@ -276,6 +303,10 @@ conf_directive(struct conf_parse *cp, const struct conf_field *f, size_t nf)
 			return;
 		}
 		conf_path(cp, &f[1], (char **)((char *)c + paths[i].off));
+		return;
+	}
+	if (field_eq(&f[0], "policy-pubkey")) {
+		conf_policy_pubkey(cp, f, nf);
 		return;
 	}
 	if (field_eq(&f[0], "lease")) {
@@ -487,6 +518,10 @@ conf_free(struct conf *c)
 	free(c->receipt_key);
 	free(c->signing_key);
 	free(c->policy_key);
+	for (size_t i = 0; i < c->npolicy_pubkeys; i++) {
+		egress_ed25519_free(c->policy_pubkeys[i]);
+		free(c->policy_pubkey_files[i]);
+	}
 	free(c->resolvers);
 	free(c->hosts);
 	free(c->user);
@@ -511,6 +546,7 @@ conf_inside(const char *dir, const char *path)
 }
 
 int (*conf_opener)(const char *path);
+int (*conf_file_opener)(const char *path);
 
 /* The file itself, or through the hook (the confined engine asks its monitor). */
 static FILE *

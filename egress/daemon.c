@@ -2,7 +2,8 @@
  * daemon.c: egressd's process-wide state and the helpers every part of the daemon calls
  * (ids, policy files, retired synthetic ranges), apart from egressd.c's main so that the
  * unit tests link the daemon's objects (libegressd.a) with their own main. Trusts the
- * policy files it reads only as far as policy_load's checks go.
+ * policy files it reads only as far as policy_load's checks (and, with policy-pubkey,
+ * policy_sig_check's) go.
  */
 #include "config.h"
 
@@ -97,6 +98,17 @@ egressd_load_policy_as(const char *file, enum mw_open_kind kind, int peer_fd, ch
 			policy_free(p);
 			p = NULL;
 		}
+	}
+	/*
+	 * policy-pubkey: beside any policy-key (both must hold), a signature by a key whose
+	 * private half egressd never sees. err then says which of no seal, no signature or
+	 * a signature that does not verify it was.
+	 */
+	if (p != NULL && egressd_conf != NULL && egressd_conf->npolicy_pubkeys > 0 &&
+	    policy_sig_check(p, file, egressd_conf->policy_pubkeys,
+	    egressd_conf->npolicy_pubkeys, NULL, err, errlen) != POLICY_SIG_OK) {
+		policy_free(p);
+		p = NULL;
 	}
 	close(fd);
 	return p;

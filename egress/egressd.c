@@ -276,6 +276,7 @@ engine_run(const char *file, bool debug, bool seccomp_log)
 	if (engine_drop(conf_current) == -1 || engine_confine(seccomp_log) == -1)
 		return 1;
 	conf_opener = engine_open_conf;
+	conf_file_opener = engine_open_conf_file;
 	engine_confined = true;
 	ev_term = evsignal_new(egressd_base, SIGTERM, term_cb, NULL);
 	ev_int = evsignal_new(egressd_base, SIGINT, term_cb, NULL);

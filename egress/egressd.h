@@ -83,6 +83,13 @@ struct conf {
 	char *receipt_key;
 	char *signing_key;
 	char *policy_key;
+	/*
+	 * policy-pubkey: Ed25519 public keys (egress_ed25519_load), read when the file is
+	 * parsed; with any, every policy must carry a #sig valid under one of them.
+	 */
+	void *policy_pubkeys[EGRESS_POLICY_MAX_PUBKEYS];
+	char *policy_pubkey_files[EGRESS_POLICY_MAX_PUBKEYS];
+	size_t npolicy_pubkeys;
 	char *resolvers;             /* "ip:port,ip:port" for c-ares, or NULL */
 	char *hosts;
 	struct cidr nat64[EGRESSD_MAX_NAT64];
@@ -103,6 +110,8 @@ struct conf {
 struct conf *conf_load(const char *file);
 /* When set, conf_load opens its file with this (returns an fd, or -1 with errno). */
 extern int (*conf_opener)(const char *path);
+/* ... and the files it names (policy-pubkey), when set (the confined engine). */
+extern int (*conf_file_opener)(const char *path);
 void conf_free(struct conf *c);
 /* Valid principal name: 1..EGRESSD_NAME_MAX of [A-Za-z0-9._-], not starting with '.'. */
 bool conf_valid_name(const char *name);
@@ -362,7 +371,10 @@ extern uid_t egressd_uid;
 /* egressd's pid as operators see it: the monitor's (the engine's parent). */
 extern pid_t egressd_pid;
 extern gid_t egressd_gid;
-/* Reads and loads a policy file (with the policy key when configured). */
+/*
+ * Reads and loads a policy file (with the policy key when configured; with policy-pubkey
+ * keys, only when its signature verifies under one of them).
+ */
 struct policy *egressd_load_policy(const char *file, char *err, size_t errlen);
 /* The same, opened as kind says once the engine is confined (engine_open). */
 struct policy *egressd_load_policy_as(const char *file, enum mw_open_kind kind, int peer_fd,
@@ -399,6 +411,7 @@ int priv_unlink(const char *name, const char *path, dev_t dev, ino_t ino);
 int engine_open(const char *path, enum mw_open_kind kind, int peer_fd);
 /* egressd.conf itself (conf_opener once confined). */
 int engine_open_conf(const char *path);
+int engine_open_conf_file(const char *path);
 /* The monitor's copy of egressd.conf (fd 5 of the engine's exec), for its first read. */
 int engine_conf_first(const char *path);
 #define ENGINE_CONF_FD 5

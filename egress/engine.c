@@ -232,6 +232,12 @@ engine_open_conf(const char *path)
 }
 
 int
+engine_open_conf_file(const char *path)
+{
+	return engine_open(path, MW_OPEN_CONF_FILE, -1);
+}
+
+int
 engine_conf_first(const char *path)
 {
 	(void)path;

@@ -390,6 +390,9 @@ mon_conf_names(const char *path)
 {
 	if (mon_conf->hosts != NULL && strcmp(mon_conf->hosts, path) == 0)
 		return true;
+	for (size_t i = 0; i < mon_conf->npolicy_pubkeys; i++)
+		if (strcmp(mon_conf->policy_pubkey_files[i], path) == 0)
+			return true;
 	for (size_t i = 0; i < mon_conf->nprincipals; i++)
 		if (strcmp(mon_conf->principals[i].policy, path) == 0)
 			return true;

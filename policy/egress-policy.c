@@ -1,6 +1,7 @@
 /*
  * egress-policy: keygen, check, seal, digest and test policies offline. It trusts the
- * files it is given no more than egressd would: they go through the same parser.
+ * files it is given no more than egressd would: they go through the same parser, and a
+ * signature is checked by the same library call (policy_sig_check).
  *
  * Exit status: 0 success (for check: valid), 1 invalid or failed, 2 usage.
  */
@@ -30,12 +31,12 @@ usage(const char *msg)
 	if (msg != NULL)
 		log_warnx("%s", msg);
 	fprintf(stderr,
-	    "usage: %s keygen FILE\n"
-	    "       %s check [--key FILE] FILE\n"
+	    "usage: %s keygen [--ed25519] FILE\n"
+	    "       %s check [--key FILE] [--pubkey FILE]... FILE\n"
 	    "       %s digest FILE\n"
-	    "       %s seal [--key FILE] FILE\n"
-	    "       %s test FILE HOST PORT\n", progname, progname, progname, progname,
-	    progname);
+	    "       %s seal [--key FILE] [--sign-key FILE] FILE\n"
+	    "       %s test [--key FILE] [--pubkey FILE]... FILE HOST PORT\n", progname,
+	    progname, progname, progname, progname);
 	exit(EXIT_USAGE);
 }
 
@@ -88,30 +89,135 @@ fail:
 	return NULL;
 }
 
+/* The options a verb may take (a mask of OPT_*). */
+#define OPT_KEY 0x1
+#define OPT_SIGN_KEY 0x2
+#define OPT_PUBKEY 0x4
+#define OPT_ED25519 0x8
+
+struct options {
+	const char *key;                /* --key: HMAC key file */
+	const char *sign_key;           /* --sign-key: Ed25519 private key (PEM) */
+	const char *pubkey[EGRESS_POLICY_MAX_PUBKEYS]; /* --pubkey, repeatable */
+	size_t npubkey;
+	bool ed25519;                   /* keygen --ed25519 */
+	struct egress_key hmac;         /* loaded --key */
+	void *sign;                     /* loaded --sign-key */
+	void *pub[EGRESS_POLICY_MAX_PUBKEYS];
+};
+
+/* Parses the options before the operands; returns the index of the first operand. */
 static int
-load_key(const char *path, struct egress_key *key)
+parse_options(int argc, char **argv, const char *verb, unsigned allowed, struct options *o)
+{
+	static const struct option opts[] = {
+		{ "key", required_argument, NULL, 'k' },
+		{ "sign-key", required_argument, NULL, 's' },
+		{ "pubkey", required_argument, NULL, 'p' },
+		{ "ed25519", no_argument, NULL, 'e' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const struct {
+		int ch;
+		unsigned bit;
+		const char *name;
+	} bits[] = {
+		{ 'k', OPT_KEY, "--key" }, { 's', OPT_SIGN_KEY, "--sign-key" },
+		{ 'p', OPT_PUBKEY, "--pubkey" }, { 'e', OPT_ED25519, "--ed25519" },
+	};
+	char msg[96];
+	int ch;
+
+	memset(o, 0, sizeof(*o));
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		if (ch == 'h' || ch == '?' || ch == ':')
+			usage(NULL);
+		for (size_t i = 0; i < sizeof(bits) / sizeof(bits[0]); i++)
+			if (bits[i].ch == ch && (allowed & bits[i].bit) == 0) {
+				snprintf(msg, sizeof(msg), "%s takes no %s", verb, bits[i].name);
+				usage(msg);
+			}
+		switch (ch) {
+		case 'k':
+			o->key = optarg;
+			break;
+		case 's':
+			o->sign_key = optarg;
+			break;
+		case 'p':
+			if (o->npubkey == EGRESS_POLICY_MAX_PUBKEYS) {
+				snprintf(msg, sizeof(msg), "at most %d --pubkey",
+				    EGRESS_POLICY_MAX_PUBKEYS);
+				usage(msg);
+			}
+			o->pubkey[o->npubkey++] = optarg;
+			break;
+		case 'e':
+			o->ed25519 = true;
+			break;
+		default:
+			usage(NULL);
+		}
+	}
+	return optind;
+}
+
+/* Loads the key files the options name; -1 (said why) when one is unusable. */
+static int
+load_keys(struct options *o)
 {
 	char err[512];
 
-	if (egress_key_load(path, key, err, sizeof(err)) == -1) {
+	if (o->key != NULL && egress_key_load(o->key, &o->hmac, err, sizeof(err)) == -1) {
 		log_warnx("%s", err);
 		return -1;
 	}
+	if (o->sign_key != NULL &&
+	    (o->sign = egress_ed25519_load(o->sign_key, true, err, sizeof(err))) == NULL) {
+		log_warnx("--sign-key %s", err);
+		return -1;
+	}
+	for (size_t i = 0; i < o->npubkey; i++)
+		if ((o->pub[i] = egress_ed25519_load(o->pubkey[i], false, err,
+		    sizeof(err))) == NULL) {
+			log_warnx("--pubkey %s", err);
+			return -1;
+		}
 	return 0;
 }
 
-/* Loads and reports; returns NULL (diagnostics printed) when the policy is refused. */
+static void
+free_keys(struct options *o)
+{
+	egress_key_clear(&o->hmac);
+	egress_ed25519_free(o->sign);
+	o->sign = NULL;
+	for (size_t i = 0; i < o->npubkey; i++) {
+		egress_ed25519_free(o->pub[i]);
+		o->pub[i] = NULL;
+	}
+}
+
+/*
+ * Loads and reports; returns NULL (diagnostics printed) when the policy is refused. With
+ * --pubkey keys, a policy without a #sig valid under one of them is refused, and *signer
+ * names the key that verified it.
+ */
 static struct policy *
-load_policy(const char *path, const struct egress_key *key, bool warn)
+load_policy(const char *path, const struct options *o, bool warn, const char **signer)
 {
 	struct policy_diag d;
 	struct policy *p;
+	const char *name = strcmp(path, "-") == 0 ? "(stdin)" : path;
 	uint8_t *buf;
-	size_t len;
+	size_t len, which;
+	char why[512];
 
 	if ((buf = read_file(path, &len)) == NULL)
 		return NULL;
-	p = policy_load(strcmp(path, "-") == 0 ? "(stdin)" : path, buf, len, key, &d);
+	p = policy_load(name, buf, len, o != NULL && o->key != NULL ? &o->hmac : NULL, &d);
 	free(buf);
 	for (size_t i = 0; i < d.nerrors; i++)
 		fprintf(stderr, "%s\n", d.errors[i]);
@@ -120,67 +226,62 @@ load_policy(const char *path, const struct egress_key *key, bool warn)
 	for (size_t i = 0; warn && i < d.nwarnings; i++)
 		fprintf(stderr, "%s\n", d.warnings[i]);
 	policy_diag_free(&d);
-	return p;
-}
-
-/* Parses --key FILE before the operands; returns the index of the first operand. */
-static int
-parse_key_option(int argc, char **argv, const char **keyfile)
-{
-	static const struct option opts[] = {
-		{ "key", required_argument, NULL, 'k' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int ch;
-
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "+k:h", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'k':
-			*keyfile = optarg;
-			break;
-		case 'h':
-			usage(NULL);
-		default:
-			usage(NULL);
+	if (p != NULL && o != NULL && o->npubkey > 0) {
+		if (policy_sig_check(p, name, o->pub, o->npubkey, &which, why,
+		    sizeof(why)) != POLICY_SIG_OK) {
+			fprintf(stderr, "%s\n", why);
+			policy_free(p);
+			return NULL;
 		}
+		if (signer != NULL)
+			*signer = o->pubkey[which];
 	}
-	return optind;
+	return p;
 }
 
 static int
 cmd_keygen(int argc, char **argv)
 {
+	struct options o;
 	char err[512];
+	int i = parse_options(argc, argv, "keygen", OPT_ED25519, &o);
 
-	if (argc != 2)
+	if (argc - i != 1)
 		usage("keygen takes one FILE");
-	if (egress_key_generate(argv[1], err, sizeof(err)) == -1) {
+	if (o.ed25519) {
+		if (egress_ed25519_generate(argv[i], err, sizeof(err)) == -1) {
+			log_warnx("%s", err);
+			return EXIT_INVALID;
+		}
+		log_info("wrote an Ed25519 private key to %s (mode 0600) and its public key to "
+		    "%s.pub (mode 0644)", argv[i], argv[i]);
+		return 0;
+	}
+	if (egress_key_generate(argv[i], err, sizeof(err)) == -1) {
 		log_warnx("%s", err);
 		return EXIT_INVALID;
 	}
-	log_info("wrote a 32-byte key to %s (mode 0600)", argv[1]);
+	log_info("wrote a 32-byte key to %s (mode 0600)", argv[i]);
 	return 0;
 }
 
 static int
 cmd_check(int argc, char **argv)
 {
-	const char *keyfile = NULL;
-	struct egress_key key;
+	struct options o;
 	struct policy *p;
 	char digest[EGRESS_DIGEST_STRLEN];
-	const char *state;
-	int i = parse_key_option(argc, argv, &keyfile);
+	const char *state, *sig, *signer = NULL;
+	int i = parse_options(argc, argv, "check", OPT_KEY | OPT_PUBKEY, &o);
 
 	if (argc - i != 1)
 		usage("check takes one FILE");
-	if (keyfile != NULL && load_key(keyfile, &key) == -1)
+	if (load_keys(&o) == -1) {
+		free_keys(&o);
 		return EXIT_USAGE;
-	p = load_policy(argv[i], keyfile ? &key : NULL, true);
-	if (keyfile != NULL)
-		egress_key_clear(&key);
+	}
+	p = load_policy(argv[i], &o, true, &signer);
+	free_keys(&o);
 	if (p == NULL) {
 		log_warnx("%s: invalid", argv[i]);
 		return EXIT_INVALID;
@@ -192,8 +293,15 @@ cmd_check(int argc, char **argv)
 	case POLICY_SEALED_MAC_UNCHECKED: state = "sealed, digest verified, MAC not checked (no --key)"; break;
 	default: state = "sealed, digest and MAC verified"; break;
 	}
-	printf("%s: valid, %zu %s, %s, %s\n", argv[i], policy_rule_count(p),
-	    policy_rule_count(p) == 1 ? "host" : "hosts", digest, state);
+	if (signer != NULL)
+		sig = ", signature verified by ";
+	else if (policy_has_sig(p))
+		sig = ", signature not checked (no --pubkey)";
+	else
+		sig = "";      /* unsigned: the line stays what it was before signatures */
+	printf("%s: valid, %zu %s, %s, %s%s%s\n", argv[i], policy_rule_count(p),
+	    policy_rule_count(p) == 1 ? "host" : "hosts", digest, state, sig,
+	    signer != NULL ? signer : "");
 	policy_free(p);
 	return 0;
 }
@@ -206,7 +314,7 @@ cmd_digest(int argc, char **argv)
 
 	if (argc != 2)
 		usage("digest takes one FILE");
-	if ((p = load_policy(argv[1], NULL, false)) == NULL)
+	if ((p = load_policy(argv[1], NULL, false, NULL)) == NULL)
 		return EXIT_INVALID;
 	policy_digest(p, digest);
 	printf("%s\n", digest);
@@ -217,27 +325,30 @@ cmd_digest(int argc, char **argv)
 static int
 cmd_seal(int argc, char **argv)
 {
-	const char *keyfile = NULL;
-	struct egress_key key;
+	struct options o;
 	struct policy *p;
 	char *out;
 	size_t len;
-	int i = parse_key_option(argc, argv, &keyfile);
+	int i = parse_options(argc, argv, "seal", OPT_KEY | OPT_SIGN_KEY, &o);
 
 	if (argc - i != 1)
 		usage("seal takes one FILE");
-	if (keyfile != NULL && load_key(keyfile, &key) == -1)
+	if (load_keys(&o) == -1) {
+		free_keys(&o);
 		return EXIT_USAGE;
-	/* The input's own MAC, if any, is not checked: sealing replaces it. */
-	if ((p = load_policy(argv[i], NULL, true)) == NULL) {
-		if (keyfile != NULL)
-			egress_key_clear(&key);
+	}
+	/* The input's own MAC and signature, if any, are not checked: sealing replaces them. */
+	if ((p = load_policy(argv[i], NULL, true, NULL)) == NULL) {
+		free_keys(&o);
 		return EXIT_INVALID;
 	}
-	out = seal_policy(p, keyfile ? &key : NULL, &len);
-	if (keyfile != NULL)
-		egress_key_clear(&key);
+	out = seal_policy_signed(p, o.key != NULL ? &o.hmac : NULL, o.sign, &len);
+	free_keys(&o);
 	policy_free(p);
+	if (out == NULL) {
+		log_warnx("libcrypto: signing the policy failed");
+		return EXIT_INVALID;
+	}
 	if (fwrite(out, 1, len, stdout) != len || fflush(stdout) != 0) {
 		log_warn("writing the sealed policy");
 		free(out);
@@ -258,14 +369,24 @@ cmd_test(int argc, char **argv)
 	unsigned line = 0;
 	enum egress_reason r;
 
-	if (argc != 4)
+	struct options o;
+	int i = parse_options(argc, argv, "test", OPT_KEY | OPT_PUBKEY, &o);
+
+	if (argc - i != 3)
 		usage("test takes FILE HOST PORT");
+	argv += i - 1;
 	errno = 0;
 	port = strtoul(argv[3], &end, 10);
 	if (argv[3][0] < '0' || argv[3][0] > '9' || *end != '\0' || errno != 0 || port < 1 ||
 	    port > 65535)
 		usage("PORT must be a number from 1 to 65535");
-	if ((p = load_policy(argv[1], NULL, false)) == NULL)
+	if (load_keys(&o) == -1) {
+		free_keys(&o);
+		return EXIT_USAGE;
+	}
+	p = load_policy(argv[1], &o, false, NULL);
+	free_keys(&o);
+	if (p == NULL)
 		return EXIT_INVALID;
 	file = argv[1];
 	if (host_parse(argv[2], strlen(argv[2]), &h, &why) == -1) {

@@ -71,6 +71,8 @@ struct policy {
 	size_t npermit;
 	struct policy_settings set;
 	enum policy_mac_state mac;
+	unsigned sig_line;           /* the #sig header's line; 0: none */
+	uint8_t sig[EGRESS_ED25519_SIGLEN];
 	char *canonical;
 	size_t canonical_len;
 	char digest[EGRESS_DIGEST_STRLEN];
@@ -1010,6 +1012,20 @@ void
 policy_set_mac_state(struct policy *p, enum policy_mac_state m)
 {
 	p->mac = m;
+}
+
+void
+policy_set_sig(struct policy *p, const uint8_t sig[EGRESS_ED25519_SIGLEN], unsigned line)
+{
+	memcpy(p->sig, sig, EGRESS_ED25519_SIGLEN);
+	p->sig_line = line;
+}
+
+const uint8_t *
+policy_sig_ref(const struct policy *p, unsigned *line)
+{
+	*line = p->sig_line;
+	return p->sig_line != 0 ? p->sig : NULL;
 }
 
 char *

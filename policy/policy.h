@@ -4,10 +4,11 @@
  *  host.c    strict host parsing and canonical form (names, IPv4, IPv6)
  *  addr.c    addresses, CIDR ranges, classification against the special-purpose table
  *  policy.c  the policy language: parser, canonical form, matching
- *  seal.c    digest, HMAC seal and the sealed-file format
+ *  seal.c    digest, HMAC seal, Ed25519 signature and the sealed-file format
  *
  * Everything here is a pure function of its inputs (no I/O, no global state except the
- * special-purpose table built once), bounded, and safe on untrusted bytes.
+ * special-purpose table built once and libcrypto's own), bounded, and safe on untrusted
+ * bytes.
  */
 #ifndef EGRESS_POLICY_H
 #define EGRESS_POLICY_H
@@ -154,7 +155,9 @@ struct policy;
  * Parses a policy, plain or sealed. A sealed file (first line "#!egress-policy 1") must
  * carry a digest that matches its body, and its body must be in canonical form; with a key
  * it must carry a MAC made with that key. Without a key a sealed file's MAC is not checked
- * (policy_mac_state says so). Returns NULL when anything is wrong; d lists why.
+ * (policy_mac_state says so). A "#sig ed25519:" header must be well formed, but is only
+ * read here: policy_sig_check verifies it. Returns NULL when anything is wrong; d lists
+ * why.
  */
 struct policy *policy_load(const char *file, const uint8_t *buf, size_t len,
     const struct egress_key *key, struct policy_diag *d);
@@ -205,5 +208,31 @@ void seal_mac(const struct egress_key *key, const char *body, size_t len,
 void seal_digest(const char *body, size_t len, char out[EGRESS_DIGEST_STRLEN]);
 /* The sealed file for p (header, then the canonical body); key may be NULL. */
 char *seal_policy(const struct policy *p, const struct egress_key *key, size_t *len);
+/*
+ * The same with a "#sig ed25519:<128 hex>" header after the others when sign_key (an
+ * Ed25519 private key from egress_ed25519_load) is not NULL: the signature covers the
+ * canonical body, the bytes #digest and #mac cover. NULL only when signing failed.
+ */
+char *seal_policy_signed(const struct policy *p, const struct egress_key *key, void *sign_key,
+    size_t *len);
+
+/* Most public keys a verifier takes (egressd's policy-pubkey, egress-policy --pubkey). */
+#define EGRESS_POLICY_MAX_PUBKEYS 16
+
+enum policy_sig_state {
+	POLICY_SIG_OK = 0,         /* verified by one of the keys */
+	POLICY_SIG_NOT_SEALED,     /* a plain policy: there is no body a signature could cover */
+	POLICY_SIG_NONE,           /* sealed, without #sig */
+	POLICY_SIG_BAD,            /* #sig verifies under none of the keys */
+};
+/*
+ * Checks p's #sig against each of the n public keys (from egress_ed25519_load). With
+ * POLICY_SIG_OK *which is the index of the first key that verifies it; otherwise why
+ * (whylen bytes) holds "file:line:column: reason" naming the state and what to do.
+ */
+enum policy_sig_state policy_sig_check(const struct policy *p, const char *file,
+    void *const *pubkeys, size_t n, size_t *which, char *why, size_t whylen);
+/* True when p carries a #sig header (checked or not). */
+bool policy_has_sig(const struct policy *p);
 
 #endif

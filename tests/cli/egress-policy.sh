@@ -107,6 +107,71 @@ expect_match "MAC mismatch on re-digested body" "MAC mismatch" "$err"
 "$EP" seal m.sealed > r.sealed 2>/dev/null
 expect_eq "re-seal keeps the digest" "#digest $d1" "$(sed -n 2p r.sealed)"
 
+# --- Ed25519: keygen --ed25519, seal --sign-key, check/test --pubkey -------------------------
+run "$EP" keygen --ed25519 ed
+expect_eq "keygen --ed25519 succeeds" 0 "$rc"
+expect_eq "private key 0600, public key 0644" "600 644" "$(stat -c %a ed) $(stat -c %a ed.pub)"
+expect_match "the private key is PEM PKCS#8" "^-----BEGIN PRIVATE KEY-----$" "$(head -n 1 ed)"
+expect_match "the public key is PEM" "^-----BEGIN PUBLIC KEY-----$" "$(head -n 1 ed.pub)"
+expect_eq "openssl reads it as Ed25519" "ED25519 Private-Key:" "$(openssl pkey -in ed -noout -text 2>/dev/null | head -n 1)"
+cp ed ed.orig
+run "$EP" keygen --ed25519 ed
+expect_eq "keygen --ed25519 never overwrites" 1 "$rc"
+expect_match "... saying so" "ed: already exists" "$err"
+expect_eq "... the key is unchanged" "" "$(cmp ed ed.orig)"
+"$EP" keygen --ed25519 ed2 2>/dev/null
+run "$EP" seal --sign-key ed p.policy
+expect_eq "seal --sign-key succeeds" 0 "$rc"
+printf '%s\n' "$out" > sig.sealed
+expect_match "the #sig line comes third" "^#sig ed25519:[0-9a-f]{128}$" "$(sed -n 3p sig.sealed)"
+run "$EP" check sig.sealed
+expect_match "without --pubkey the signature is not checked" "signature not checked \(no --pubkey\)$" "$out"
+run "$EP" check --pubkey ed.pub sig.sealed
+expect_eq "check --pubkey: exit 0" 0 "$rc"
+expect_match "check --pubkey names the key" "sealed, digest verified, no MAC, signature verified by ed.pub$" "$out"
+run "$EP" check --pubkey ed2.pub --pubkey ed.pub sig.sealed
+expect_match "any of several --pubkey" "signature verified by ed.pub$" "$out"
+run "$EP" check --pubkey ed2.pub sig.sealed
+expect_eq "another key: exit 1" 1 "$rc"
+expect_match "another key: says so at the #sig line" "^sig.sealed:3:14: signature does not verify" "$err"
+run "$EP" check --pubkey ed.pub s.sealed
+expect_eq "a sealed file without #sig: exit 1" 1 "$rc"
+expect_match "... no signature" "^s.sealed:1:1: no signature" "$err"
+run "$EP" check --pubkey ed.pub p.policy
+expect_match "a plain file: not sealed" "^p.policy:1:1: not sealed" "$err"
+"$EP" seal --key k.key --sign-key ed p.policy > both.sealed 2>/dev/null
+expect_match "both options: #mac, then #sig" "^#mac hmac-sha256:[0-9a-f]{64} #sig ed25519:[0-9a-f]{128}$" \
+	"$(sed -n '3p;4p' both.sealed | tr '\n' ' ' | sed 's/ $//')"
+run "$EP" check --key k.key --pubkey ed.pub both.sealed
+expect_match "both verified" "digest and MAC verified, signature verified by ed.pub$" "$out"
+run "$EP" check --key other.key --pubkey ed.pub both.sealed
+expect_eq "both given, the MAC wrong: refused" 1 "$rc"
+# Re-digesting a changed body does not help against the signature.
+sed 's/^allow api.github.com 443$/allow api.github.com 22/' sig.sealed > tsig.sealed
+sed "2s/.*/#digest sha256:$(tail -n +4 tsig.sealed | sha256sum | cut -d' ' -f1)/" tsig.sealed > tsig2.sealed
+run "$EP" check tsig2.sealed
+expect_eq "re-digested body: valid without --pubkey" 0 "$rc"
+run "$EP" check --pubkey ed.pub tsig2.sealed
+expect_eq "re-digested body: refused with --pubkey" 1 "$rc"
+expect_match "... the signature does not verify" "tsig2.sealed:3:14: signature does not verify" "$err"
+sed '3s/ed25519:./ed25519:G/' sig.sealed > bad.sig
+run "$EP" check bad.sig
+expect_match "a malformed #sig names its column" "^bad.sig:3:14: expected a lower-case hex digit" "$err"
+expect_eq "test --pubkey decides a signed policy" "allow allowed sig.sealed:6" \
+	"$("$EP" test --pubkey ed.pub sig.sealed api.github.com 443 2>/dev/null)"
+run "$EP" test --pubkey ed2.pub sig.sealed api.github.com 443
+expect_eq "test --pubkey refuses a policy signed by another key" 1 "$rc"
+run "$EP" seal --sign-key ed.pub p.policy
+expect_eq "a public key cannot sign (usage, 2)" 2 "$rc"
+expect_match "... saying so" "not an Ed25519 private key" "$err"
+run "$EP" check --pubkey ed sig.sealed
+expect_eq "a private key is not a --pubkey (usage, 2)" 2 "$rc"
+run "$EP" digest --pubkey ed.pub p.policy
+expect_eq "digest takes no options" 2 "$rc"
+run "$EP" check --sign-key ed sig.sealed
+expect_eq "check takes no --sign-key" 2 "$rc"
+expect_match "... saying so" "check takes no --sign-key" "$err"
+
 # --- test ----------------------------------------------------------------------------------
 t() { "$EP" test p.policy "$1" "$2"; }
 expect_eq "exact allow" "allow allowed p.policy:1" "$(t api.github.com 443)"

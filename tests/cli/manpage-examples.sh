@@ -41,4 +41,10 @@ expect_eq "the page has its ten test examples" 10 "$n"
 want=$(grep -A1 '^\$ egress-policy check --key' page.txt | tail -1)
 expect_eq "man page: check --key of a sealed policy" "$want" \
 	"$("$EP" check --key policy.key build.sealed 2>/dev/null)"
+# ... and with an Ed25519 key pair of our own (keygen --ed25519, seal --sign-key).
+"$EP" keygen --ed25519 policy.ed25519 2>/dev/null
+"$EP" seal --sign-key policy.ed25519 example.policy > signed.sealed
+want=$(grep -A1 '^\$ egress-policy check --pubkey' page.txt | tail -1)
+expect_eq "man page: check --pubkey of a signed policy" "$want" \
+	"$("$EP" check --pubkey policy.ed25519.pub signed.sealed 2>/dev/null)"
 finish

@@ -1,7 +1,9 @@
 /*
- * fuzz_policy.c: libFuzzer target for the policy parser and the sealed format. Beyond
- * not crashing: an accepted policy's canonical form parses to the same canonical form,
- * and sealing it then loading the seal gives the same digest.
+ * fuzz_policy.c: libFuzzer target for the policy parser and the sealed format (with its
+ * #mac and #sig header lines). Beyond not crashing: an accepted policy's canonical form
+ * parses to the same canonical form, and sealing it then loading the seal gives the same
+ * digest; a #sig that loaded verifies or not (never anything else) under a fixed key;
+ * sealing with that key's private half gives a file that loads and verifies under it.
  */
 #include "config.h"
 
@@ -9,9 +11,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
 #include "policy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* RFC 8032 TEST 1's secret key: the seeds signed with it verify, the rest must not. */
+static const uint8_t fuzz_sk[32] = {
+	0x9d, 0x61, 0xb1, 0x9d, 0xef, 0xfd, 0x5a, 0x60, 0xba, 0x84, 0x4a, 0xf4, 0x92, 0xec,
+	0x2c, 0xc4, 0x44, 0x49, 0xc5, 0x69, 0x7b, 0x32, 0x69, 0x19, 0x70, 0x3b, 0xac, 0x03,
+	0x1c, 0xae, 0x7f, 0x60,
+};
+static EVP_PKEY *fuzz_priv, *fuzz_pub;
+
+static void
+fuzz_keys(void)
+{
+	uint8_t pub[32];
+	size_t n = sizeof(pub);
+
+	if (fuzz_priv != NULL)
+		return;
+	fuzz_priv = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, fuzz_sk, 32);
+	if (fuzz_priv == NULL || EVP_PKEY_get_raw_public_key(fuzz_priv, pub, &n) != 1 ||
+	    (fuzz_pub = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, pub, n)) == NULL)
+		abort();
+}
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -32,6 +58,19 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	policy_diag_free(&d);
+	fuzz_keys();
+	{
+		void *keys[1] = { fuzz_pub };
+		char why[512];
+		enum policy_sig_state st = policy_sig_check(p, "fuzz", keys, 1, NULL, why,
+		    sizeof(why));
+
+		/* A plain input is never "signed"; a sealed one is OK, NONE or BAD as it is. */
+		if (policy_mac_state(p) == POLICY_UNSEALED ? st != POLICY_SIG_NOT_SEALED :
+		    policy_has_sig(p) ? st != POLICY_SIG_OK && st != POLICY_SIG_BAD :
+		    st != POLICY_SIG_NONE)
+			abort();
+	}
 	canon = policy_canonical(p, &clen);
 	q = policy_load("canon", (const uint8_t *)canon, clen, NULL, &d);
 	if (q == NULL) {
@@ -51,6 +90,24 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	policy_digest(r, d2);
 	if (strcmp(d1, d2) != 0 || policy_mac_state(r) != POLICY_SEALED_NO_MAC)
 		abort();
+	policy_free(r);
+	free(sealed);
+	{
+		void *keys[1] = { fuzz_pub };
+		char why[512];
+
+		sealed = seal_policy_signed(p, NULL, fuzz_priv, &slen);
+		if (sealed == NULL)
+			abort();
+		r = policy_load("signed", (const uint8_t *)sealed, slen, NULL, &d);
+		if (r == NULL || !policy_has_sig(r) || policy_sig_check(r, "signed", keys, 1, NULL,
+		    why, sizeof(why)) != POLICY_SIG_OK)
+			abort();
+		policy_diag_free(&d);
+		policy_digest(r, d2);
+		if (strcmp(d1, d2) != 0)
+			abort();
+	}
 	free(canon);
 	free(sealed);
 	policy_free(p);

@@ -2,8 +2,11 @@
  * check_seal.c: unit tests of digests, sealing and verification: known answers computed
  * independently with libcrypto, the sealed-file format, the MAC states, and tampering (every
  * byte of a sealed file changed to every other value, deleted, or a byte inserted; the file
- * truncated at every length; lines appended). Key files are tested in a private directory
- * made with mkdtemp under /tmp and removed afterwards. No network.
+ * truncated at every length; lines appended); Ed25519 signatures (#sig): an RFC 8032 key
+ * whose signatures libcrypto computes here independently, sign and verify, another key,
+ * a changed body byte (digest recomputed), every signature digit changed, each malformed
+ * #sig line with its file:line:column, header order. Key files are tested in a private
+ * directory made with mkdtemp under /tmp and removed afterwards. No network.
  */
 #include "config.h"
 
@@ -21,6 +24,7 @@
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/pem.h>
 
 #include "policy.h"
 
@@ -927,6 +931,501 @@ START_TEST(test_tamper_truncate_append)
 }
 END_TEST
 
+/* --- Ed25519 signatures (#sig) ------------------------------------------------------------ */
+
+/* RFC 8032 section 7.1, TEST 1 and TEST 2: the secret keys. */
+static const uint8_t rfc8032_sk1[32] = {
+	0x9d, 0x61, 0xb1, 0x9d, 0xef, 0xfd, 0x5a, 0x60, 0xba, 0x84, 0x4a, 0xf4, 0x92, 0xec,
+	0x2c, 0xc4, 0x44, 0x49, 0xc5, 0x69, 0x7b, 0x32, 0x69, 0x19, 0x70, 0x3b, 0xac, 0x03,
+	0x1c, 0xae, 0x7f, 0x60,
+};
+static const uint8_t rfc8032_sk2[32] = {
+	0x4c, 0xcd, 0x08, 0x9b, 0x28, 0xff, 0x96, 0xda, 0x9d, 0xb6, 0xc3, 0x46, 0xec, 0x11,
+	0x4e, 0x0f, 0x5b, 0x8a, 0x31, 0x9f, 0x2a, 0x5d, 0xfb, 0xc0, 0x45, 0x40, 0x28, 0x3b,
+	0xa8, 0x67, 0x05, 0x1f,
+};
+/* TEST 1's signature of the empty message. */
+#define RFC8032_SIG1 "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e06522490155" \
+	"5fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b"
+
+/* Keys as egress_ed25519_load returns them: [0] private, [1] public, for sk1 and sk2. */
+static void *sk1_keys[2], *sk2_keys[2];
+static char sigdir[64];
+
+/* Writes the key pair of a raw secret key as PEM and loads both through the library. */
+static void
+ed_load_pair(const uint8_t sk[32], const char *name, void *keys[2])
+{
+	EVP_PKEY *k = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, sk, 32);
+	char priv[128], pub[128], err[512];
+	FILE *fp;
+
+	ck_assert_ptr_nonnull(k);
+	snprintf(priv, sizeof(priv), "%s/%s", sigdir, name);
+	snprintf(pub, sizeof(pub), "%s/%s.pub", sigdir, name);
+	ck_assert_ptr_nonnull(fp = fopen(priv, "w"));
+	ck_assert_int_eq(PEM_write_PrivateKey(fp, k, NULL, NULL, 0, NULL, NULL), 1);
+	fclose(fp);
+	ck_assert_ptr_nonnull(fp = fopen(pub, "w"));
+	ck_assert_int_eq(PEM_write_PUBKEY(fp, k), 1);
+	fclose(fp);
+	EVP_PKEY_free(k);
+	keys[0] = egress_ed25519_load(priv, true, err, sizeof(err));
+	ck_assert_msg(keys[0] != NULL, "%s", err);
+	keys[1] = egress_ed25519_load(pub, false, err, sizeof(err));
+	ck_assert_msg(keys[1] != NULL, "%s", err);
+	unlink(priv);
+	unlink(pub);
+}
+
+static void
+sig_setup(void)
+{
+	snprintf(sigdir, sizeof(sigdir), "/tmp/check_seal_sig.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(sigdir));
+	ed_load_pair(rfc8032_sk1, "sk1", sk1_keys);
+	ed_load_pair(rfc8032_sk2, "sk2", sk2_keys);
+	rmdir(sigdir);
+}
+
+static void
+sig_teardown(void)
+{
+	for (size_t i = 0; i < 2; i++) {
+		egress_ed25519_free(sk1_keys[i]);
+		egress_ed25519_free(sk2_keys[i]);
+	}
+}
+
+/* The Ed25519 signature of msg under a raw secret key, by libcrypto alone, as hex. */
+static void
+ed_sign_hex(const uint8_t sk[32], const void *msg, size_t len, char out[129])
+{
+	EVP_PKEY *k = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, sk, 32);
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	uint8_t sig[64];
+	size_t n = sizeof(sig);
+
+	ck_assert(k != NULL && ctx != NULL);
+	ck_assert_int_eq(EVP_DigestSignInit(ctx, NULL, NULL, NULL, k), 1);
+	ck_assert_int_eq(EVP_DigestSign(ctx, sig, &n, msg, len), 1);
+	ck_assert_uint_eq(n, 64);
+	for (size_t i = 0; i < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", sig[i]);
+	EVP_MD_CTX_free(ctx);
+	EVP_PKEY_free(k);
+}
+
+/* A sealed file built here: digest (and MAC) of body, then sigline verbatim, then body. */
+static char *
+build_signed(const char *body, const struct egress_key *key, const char *sigline, size_t *len)
+{
+	char d[65], m[65], *out;
+	size_t blen = strlen(body), cap = blen + strlen(sigline) + 256;
+	int n;
+
+	sha256_hex(body, blen, d);
+	out = malloc(cap);
+	ck_assert_ptr_nonnull(out);
+	if (key != NULL) {
+		hmac_hex(key->bytes, key->len, body, blen, m);
+		n = snprintf(out, cap, MAGIC_LINE "#digest sha256:%s\n#mac hmac-sha256:%s\n%s%s",
+		    d, m, sigline, body);
+	} else
+		n = snprintf(out, cap, MAGIC_LINE "#digest sha256:%s\n%s%s", d, sigline, body);
+	ck_assert(n > 0 && (size_t)n < cap);
+	*len = (size_t)n;
+	return out;
+}
+
+static enum policy_sig_state
+sig_state(const struct policy *p, void *const *keys, size_t n, size_t *which, char *why)
+{
+	memset(why, 0, 512);
+	return policy_sig_check(p, FILE_NAME, keys, n, which, why, 512);
+}
+
+/* The library's own signature primitive on RFC 8032's vector. */
+START_TEST(test_sig_rfc8032)
+{
+	uint8_t sig[EGRESS_ED25519_SIGLEN];
+	char hex[129];
+
+	ck_assert_int_eq(egress_ed25519_sign(sk1_keys[0], "", 0, sig), 0);
+	egress_hex(sig, sizeof(sig), hex);
+	ck_assert_str_eq(hex, RFC8032_SIG1);
+	ck_assert(egress_ed25519_verify(sk1_keys[1], "", 0, sig));
+	ck_assert(!egress_ed25519_verify(sk2_keys[1], "", 0, sig));
+}
+END_TEST
+
+/* seal --sign-key: the #sig line is libcrypto's signature of the canonical body. */
+START_TEST(test_sig_seal_format)
+{
+	char *body = canonical_text(spec_example), *sealed, *want, hex[129], line[160];
+	struct egress_key k;
+	size_t len, wlen;
+
+	ed_sign_hex(rfc8032_sk1, body, strlen(body), hex);
+	snprintf(line, sizeof(line), "#sig ed25519:%s\n", hex);
+	sealed = NULL;
+	{
+		struct policy *p = must_load(spec_example, strlen(spec_example), NULL);
+
+		sealed = seal_policy_signed(p, NULL, sk1_keys[0], &len);
+		ck_assert_ptr_nonnull(sealed);
+		want = build_signed(body, NULL, line, &wlen);
+		ck_assert_uint_eq(len, wlen);
+		ck_assert_str_eq(sealed, want);
+		free(sealed);
+		free(want);
+		/* With a key as well: #digest, #mac, #sig. */
+		make_key(&k, 31, 32);
+		sealed = seal_policy_signed(p, &k, sk1_keys[0], &len);
+		want = build_signed(body, &k, line, &wlen);
+		ck_assert_str_eq(sealed, want);
+		free(sealed);
+		free(want);
+		/* Without a signing key it is seal_policy. */
+		sealed = seal_policy_signed(p, &k, NULL, &len);
+		want = seal_policy(p, &k, &wlen);
+		ck_assert_uint_eq(len, wlen);
+		ck_assert_str_eq(sealed, want);
+		free(sealed);
+		free(want);
+		policy_free(p);
+	}
+	free(body);
+}
+END_TEST
+
+/* Signed, loaded, verified; re-sealing is byte-identical (Ed25519 is deterministic). */
+START_TEST(test_sig_verify)
+{
+	const char *text = round_trip_policies[_i];
+	struct policy *p = must_load(text, strlen(text), NULL), *q;
+	void *one[1] = { sk1_keys[1] }, *both[2] = { sk2_keys[1], sk1_keys[1] };
+	void *none[2] = { NULL, sk2_keys[1] };
+	char why[512], *sealed, *again;
+	size_t len, len2, which = 99;
+
+	sealed = seal_policy_signed(p, NULL, sk1_keys[0], &len);
+	q = must_load(sealed, len, NULL);
+	ck_assert(policy_has_sig(q));
+	ck_assert_int_eq(policy_mac_state(q), POLICY_SEALED_NO_MAC);
+	ck_assert_int_eq(sig_state(q, one, 1, &which, why), POLICY_SIG_OK);
+	ck_assert_uint_eq(which, 0);
+	ck_assert_int_eq(sig_state(q, both, 2, &which, why), POLICY_SIG_OK);
+	ck_assert_uint_eq(which, 1);
+	/* Another key, a NULL slot, no key at all. */
+	ck_assert_int_eq(sig_state(q, none, 2, &which, why), POLICY_SIG_BAD);
+	ck_assert_msg(starts_with(why, FILE_NAME ":3:14: signature does not verify under any "
+	    "of the 2"), "%s", why);
+	ck_assert_int_eq(sig_state(q, none + 1, 1, NULL, why), POLICY_SIG_BAD);
+	ck_assert_msg(starts_with(why, FILE_NAME ":3:14: signature does not verify under the "
+	    "trusted public key"), "%s", why);
+	ck_assert_int_eq(sig_state(q, NULL, 0, NULL, why), POLICY_SIG_BAD);
+	again = seal_policy_signed(q, NULL, sk1_keys[0], &len2);
+	ck_assert_uint_eq(len, len2);
+	ck_assert_mem_eq(sealed, again, len);
+	free(again);
+	policy_free(q);
+	free(sealed);
+	policy_free(p);
+}
+END_TEST
+
+/* A MAC and a signature together: each checked by its own key; the #sig is line 4. */
+START_TEST(test_sig_with_mac)
+{
+	struct policy *p = must_load(spec_example, strlen(spec_example), NULL), *q;
+	void *pub[1] = { sk1_keys[1] }, *other[1] = { sk2_keys[1] };
+	struct egress_key k, wrong;
+	char why[512], *sealed;
+	size_t len;
+
+	make_key(&k, 37, 32);
+	make_key(&wrong, 38, 32);
+	sealed = seal_policy_signed(p, &k, sk1_keys[0], &len);
+	q = must_load(sealed, len, &k);
+	ck_assert_int_eq(policy_mac_state(q), POLICY_SEALED_MAC_OK);
+	ck_assert_int_eq(sig_state(q, pub, 1, NULL, why), POLICY_SIG_OK);
+	ck_assert_int_eq(sig_state(q, other, 1, NULL, why), POLICY_SIG_BAD);
+	ck_assert_msg(starts_with(why, FILE_NAME ":4:14: "), "%s", why);
+	policy_free(q);
+	/* A good signature does not stand in for the MAC. */
+	ck_assert(load_fails(sealed, len, &wrong));
+	free(sealed);
+	policy_free(p);
+}
+END_TEST
+
+/* No signature, no seal: refused by name; a signature needs no key to load. */
+START_TEST(test_sig_missing)
+{
+	struct policy *p = must_load(spec_example, strlen(spec_example), NULL), *q;
+	void *pub[1] = { sk1_keys[1] };
+	char why[512], *sealed;
+	size_t len;
+
+	ck_assert(!policy_has_sig(p));
+	ck_assert_int_eq(sig_state(p, pub, 1, NULL, why), POLICY_SIG_NOT_SEALED);
+	ck_assert_msg(starts_with(why, FILE_NAME ":1:1: not sealed"), "%s", why);
+	sealed = seal_policy(p, NULL, &len);
+	q = must_load(sealed, len, NULL);
+	ck_assert(!policy_has_sig(q));
+	ck_assert_int_eq(sig_state(q, pub, 1, NULL, why), POLICY_SIG_NONE);
+	ck_assert_msg(starts_with(why, FILE_NAME ":1:1: no signature"), "%s", why);
+	policy_free(q);
+	free(sealed);
+	policy_free(p);
+}
+END_TEST
+
+/*
+ * One body byte changed, the digest recomputed by whoever changed it: the file loads
+ * (it is sealed and canonical), only the signature tells. Without recomputing, the digest
+ * already does.
+ */
+START_TEST(test_sig_changed_body)
+{
+	char *body = canonical_text("allow a.example 443\nallow b.example 8000-8100\n");
+	char *changed = strdup(body), *sealed, hex[129], line[160], why[512];
+	void *pub[1] = { sk1_keys[1] };
+	struct policy *q;
+	char *at;
+	size_t len;
+
+	ck_assert_ptr_nonnull(changed);
+	at = strstr(changed, "8100");
+	ck_assert_ptr_nonnull(at);
+	at[3] = '1';                            /* 8000-8101: still canonical */
+	ed_sign_hex(rfc8032_sk1, body, strlen(body), hex);
+	snprintf(line, sizeof(line), "#sig ed25519:%s\n", hex);
+	sealed = build_signed(changed, NULL, line, &len);
+	q = must_load(sealed, len, NULL);
+	ck_assert_int_eq(sig_state(q, pub, 1, NULL, why), POLICY_SIG_BAD);
+	ck_assert_msg(strstr(why, "signature does not verify") != NULL, "%s", why);
+	policy_free(q);
+	free(sealed);
+	/* The signed body itself verifies. */
+	sealed = build_signed(body, NULL, line, &len);
+	q = must_load(sealed, len, NULL);
+	ck_assert_int_eq(sig_state(q, pub, 1, NULL, why), POLICY_SIG_OK);
+	policy_free(q);
+	/* The digest left as it was: refused when loading. */
+	at = strstr(sealed, "8100");
+	ck_assert_ptr_nonnull(at);
+	at[3] = '1';
+	ck_assert(load_fails(sealed, len, NULL));
+	free(sealed);
+	free(changed);
+	free(body);
+}
+END_TEST
+
+/* Every one of the 128 signature digits changed to another hex digit: never verifies. */
+START_TEST(test_sig_changed_sig)
+{
+	struct policy *p = must_load(spec_example, strlen(spec_example), NULL), *q;
+	void *pub[1] = { sk1_keys[1] };
+	char why[512], *sealed, *hex;
+	size_t len, nbad = 0;
+
+	sealed = seal_policy_signed(p, NULL, sk1_keys[0], &len);
+	hex = strstr(sealed, "\n#sig ed25519:");
+	ck_assert_ptr_nonnull(hex);
+	hex += strlen("\n#sig ed25519:");
+	for (size_t i = 0; i < 128; i++) {
+		char orig = hex[i];
+
+		hex[i] = orig == 'f' ? '0' : orig == '9' ? 'a' : (char)(orig + 1);
+		q = must_load(sealed, len, NULL);
+		if (sig_state(q, pub, 1, NULL, why) != POLICY_SIG_BAD)
+			nbad++;
+		policy_free(q);
+		hex[i] = orig;
+	}
+	ck_assert_msg(nbad == 0, "%zu changed signatures verified", nbad);
+	q = must_load(sealed, len, NULL);
+	ck_assert_int_eq(sig_state(q, pub, 1, NULL, why), POLICY_SIG_OK);
+	policy_free(q);
+	free(sealed);
+	policy_free(p);
+}
+END_TEST
+
+/* Malformed #sig lines and header orders: each refused at its file:line:column. */
+struct sigline_case {
+	const char *line;            /* %H: 128 hex digits; %h: 127 */
+	bool mac;                    /* a #mac line before it */
+	const char *prefix;
+	const char *msg;
+};
+
+static const struct sigline_case sigline_cases[] = {
+	{ "#sig ed25519:%h\n", false, FILE_NAME ":3:141: ", "too short" },
+	{ "#sig ed25519:%H0\n", false, FILE_NAME ":3:142: ", "too long" },
+	{ "#sig ed25519:%H \n", false, FILE_NAME ":3:142: ", "too long" },
+	{ "#sig ed25519:%H\r\n", false, FILE_NAME ":3:142: ", "too long" },
+	{ "#sig ed25519:\n", false, FILE_NAME ":3:14: ", "too short" },
+	{ "#sig ed25519:A%h\n", false, FILE_NAME ":3:14: ", "lower-case hex" },
+	{ "#sig ed25519:%hg\n", false, FILE_NAME ":3:141: ", "lower-case hex" },
+	{ "#sig ed25519: %h\n", false, FILE_NAME ":3:14: ", "lower-case hex" },
+	{ "#sig  ed25519:%H\n", false, FILE_NAME ":3:6: ", "unsupported signature" },
+	{ "#sig ed448:%H\n", false, FILE_NAME ":3:6: ", "unsupported signature" },
+	{ "#sig ED25519:%H\n", false, FILE_NAME ":3:6: ", "unsupported signature" },
+	{ "#sig ed25519%H\n", false, FILE_NAME ":3:6: ", "unsupported signature" },
+	{ "#sig\ted25519:%H\n", false, FILE_NAME ":3:5: ", "one space" },
+	{ "#sig\n", false, FILE_NAME ":3:5: ", "one space" },
+	{ "#signature ed25519:%H\n", false, FILE_NAME ":3:5: ", "one space" },
+	{ "#sig ed25519:%h", false, FILE_NAME ":3:142: ", "too long" },   /* body's 'a' */
+	{ "#sig ed25519:%hZ\n", true, FILE_NAME ":4:141: ", "lower-case hex" },
+	{ "#sig ed25519:%H\n#sig ed25519:%H\n", false, FILE_NAME ":4:1: ",
+	  "'#sig' repeated or out of order" },
+	{ "#sig ed25519:%H\n#sig ed25519:%H\n", true, FILE_NAME ":5:1: ",
+	  "'#sig' repeated or out of order" },
+	{ "#sig ed25519:%H\n#mac hmac-sha256:" H64 "\n", false, FILE_NAME ":4:1: ",
+	  "'#mac' repeated or out of order" },
+	{ "#mac hmac-sha256:" H64 "\n", true, FILE_NAME ":4:1: ",
+	  "'#mac' repeated or out of order" },
+	{ "#sig ed25519:%H\n#digest sha256:" H64 "\n", false, FILE_NAME ":4:1: ",
+	  "'#digest' repeated or out of order" },
+	{ "#digest sha256:" H64 "\n", false, FILE_NAME ":3:1: ",
+	  "'#digest' repeated or out of order" },
+};
+
+/* Expands %H and %h in a case's line. */
+static char *
+sigline_expand(const char *fmt)
+{
+	static const char hex[] = "0123456789abcdef";
+	char *out = malloc(strlen(fmt) * 2 + 600), *q = out;
+
+	ck_assert_ptr_nonnull(out);
+	for (const char *s = fmt; *s != '\0'; s++) {
+		if (s[0] == '%' && (s[1] == 'H' || s[1] == 'h')) {
+			size_t n = s[1] == 'H' ? 128 : 127;
+
+			for (size_t i = 0; i < n; i++)
+				*q++ = hex[(i * 7) % 16];
+			s++;
+		} else
+			*q++ = *s;
+	}
+	*q = '\0';
+	return out;
+}
+
+START_TEST(test_sig_refuse_line)
+{
+	const struct sigline_case *c = &sigline_cases[_i];
+	char *canon = canonical_text("allow x.com 443\n"), *line = sigline_expand(c->line);
+	struct egress_key k;
+	struct policy_diag d;
+	char *buf;
+	size_t len;
+
+	make_key(&k, 41, 32);
+	buf = build_signed(canon, c->mac ? &k : NULL, line, &len);
+	ck_assert_msg(load_buf(buf, len, c->mac ? &k : NULL, &d) == NULL, "case %d accepted", _i);
+	ck_assert_uint_ge(d.nerrors, 1);
+	ck_assert_msg(starts_with(d.errors[0], c->prefix) && strstr(d.errors[0], c->msg) != NULL,
+	    "case %d: '%s' is not '%s...%s'", _i, d.errors[0], c->prefix, c->msg);
+	policy_diag_free(&d);
+	free(buf);
+	free(line);
+	free(canon);
+}
+END_TEST
+
+/* #sig (or #mac) where #digest belongs: refused, saying the digest must come first. */
+START_TEST(test_sig_without_digest)
+{
+	static const char *const heads[] = {
+		MAGIC_LINE "#sig ed25519:%H\n",
+		MAGIC_LINE "#sig ed25519:%H\n#digest sha256:" H64 "\n",
+		MAGIC_LINE "#mac hmac-sha256:" H64 "\n#digest sha256:" H64 "\n",
+	};
+	char *canon = canonical_text("allow x.com 443\n");
+
+	for (size_t i = 0; i < NELEMS(heads); i++) {
+		char *head = sigline_expand(heads[i]), *buf;
+		struct policy_diag d;
+		size_t hl = strlen(head);
+
+		buf = malloc(hl + strlen(canon) + 1);
+		ck_assert_ptr_nonnull(buf);
+		memcpy(buf, head, hl);
+		strcpy(buf + hl, canon);
+		ck_assert_ptr_null(load_buf(buf, strlen(buf), NULL, &d));
+		ck_assert_uint_ge(d.nerrors, 1);
+		ck_assert_msg(starts_with(d.errors[0], FILE_NAME ":2:1: ") &&
+		    strstr(d.errors[0], "without '#digest' before it") != NULL, "%zu: %s", i,
+		    d.errors[0]);
+		policy_diag_free(&d);
+		free(buf);
+		free(head);
+	}
+	free(canon);
+}
+END_TEST
+
+/* A signed file cut anywhere inside or at the end of its #sig line: refused at line 3. */
+START_TEST(test_sig_truncated)
+{
+	struct policy *p = must_load(spec_example, strlen(spec_example), NULL);
+	char *sealed, *sig;
+	size_t len, start;
+
+	sealed = seal_policy_signed(p, NULL, sk1_keys[0], &len);
+	sig = strstr(sealed, "\n#sig ");
+	ck_assert_ptr_nonnull(sig);
+	start = (size_t)(sig + 1 - sealed);
+	for (size_t n = start; n <= start + 141; n++) {
+		struct policy_diag d;
+		char want[32];
+
+		ck_assert_ptr_null(load_buf(sealed, n, NULL, &d));
+		ck_assert_uint_ge(d.nerrors, 1);
+		snprintf(want, sizeof(want), FILE_NAME ":3:");
+		/* Cut before "#sig" is whole, the line is body: a digest mismatch at line 2. */
+		if (n - start >= 4)
+			ck_assert_msg(starts_with(d.errors[0], want), "cut at %zu: %s", n - start,
+			    d.errors[0]);
+		if (n - start == 141)
+			ck_assert_msg(strstr(d.errors[0], ":3:142: the #sig line does not end in a "
+			    "newline") != NULL, "%s", d.errors[0]);
+		if (n - start == 100)
+			ck_assert_msg(strstr(d.errors[0], ":3:101: signature too short") != NULL,
+			    "%s", d.errors[0]);
+		policy_diag_free(&d);
+	}
+	free(sealed);
+	policy_free(p);
+}
+END_TEST
+
+/* A well-formed #sig of any 128 digits loads (the check is apart) and is kept. */
+START_TEST(test_sig_wellformed_loads)
+{
+	char *canon = canonical_text("allow x.com 443\n"), *line = sigline_expand("#sig ed25519:%H\n");
+	void *pub[1] = { sk1_keys[1] };
+	struct policy *p;
+	char *buf, why[512];
+	size_t len;
+
+	buf = build_signed(canon, NULL, line, &len);
+	p = must_load(buf, len, NULL);
+	ck_assert(policy_has_sig(p));
+	ck_assert_int_eq(sig_state(p, pub, 1, NULL, why), POLICY_SIG_BAD);
+	policy_free(p);
+	free(buf);
+	free(line);
+	free(canon);
+}
+END_TEST
+
 /* --- key files ---------------------------------------------------------------------------- */
 
 static char tmpdir[64];
@@ -1139,6 +1638,57 @@ START_TEST(test_key_generate_symlink)
 }
 END_TEST
 
+/* keygen --ed25519: a pair that signs and verifies; modes; never overwrites either file. */
+START_TEST(test_sig_keygen)
+{
+	char priv[256], pub[256], other[256], err[512];
+	uint8_t before[512], after[512];
+	struct stat st;
+	void *sk, *pk;
+	uint8_t sig[EGRESS_ED25519_SIGLEN];
+	size_t n1, n2;
+	mode_t old = umask(077);   /* a public key stays readable whatever the umask */
+
+	tmp_path(priv, sizeof(priv), "ed");
+	tmp_path(pub, sizeof(pub), "ed.pub");
+	tmp_path(other, sizeof(other), "other");
+	ck_assert_msg(egress_ed25519_generate(priv, err, sizeof(err)) == 0, "%s", err);
+	umask(old);
+	ck_assert_int_eq(lstat(priv, &st), 0);
+	ck_assert_uint_eq((unsigned)(st.st_mode & 07777), 0600);
+	ck_assert_int_eq(lstat(pub, &st), 0);
+	ck_assert_uint_eq((unsigned)(st.st_mode & 07777), 0644);
+	ck_assert_ptr_nonnull(sk = egress_ed25519_load(priv, true, err, sizeof(err)));
+	ck_assert_ptr_nonnull(pk = egress_ed25519_load(pub, false, err, sizeof(err)));
+	ck_assert_int_eq(egress_ed25519_sign(sk, "m", 1, sig), 0);
+	ck_assert(egress_ed25519_verify(pk, "m", 1, sig));
+	ck_assert(!egress_ed25519_verify(sk2_keys[1], "m", 1, sig));
+	/* The private file is not a public key, nor the public one a private key. */
+	ck_assert_ptr_null(egress_ed25519_load(priv, false, err, sizeof(err)));
+	ck_assert_ptr_null(egress_ed25519_load(pub, true, err, sizeof(err)));
+	egress_ed25519_free(sk);
+	egress_ed25519_free(pk);
+	/* Again: refused, both files as they were. */
+	n1 = read_file(priv, before, sizeof(before));
+	ck_assert_int_eq(egress_ed25519_generate(priv, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "already exists") != NULL, "%s", err);
+	n2 = read_file(priv, after, sizeof(after));
+	ck_assert_uint_eq(n1, n2);
+	ck_assert_mem_eq(before, after, n1);
+	/* Only the .pub exists: nothing is written, the private file does not appear. */
+	{
+		char opub[256];
+
+		tmp_path(opub, sizeof(opub), "other.pub");
+		write_file(opub, (const uint8_t *)"x", 1);
+		ck_assert_int_eq(egress_ed25519_generate(other, err, sizeof(err)), -1);
+		ck_assert_msg(strstr(err, "other.pub: already exists") != NULL, "%s", err);
+		ck_assert_int_eq(lstat(other, &st), -1);
+		ck_assert_uint_eq(read_file(opub, after, sizeof(after)), 1);
+	}
+}
+END_TEST
+
 /* --- main ------------------------------------------------------------------------------------ */
 
 static Suite *
@@ -1193,6 +1743,42 @@ seal_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_tamper_delete_insert);
 	tcase_add_test(tc, test_tamper_truncate_append);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("sig_kat");
+	tcase_add_unchecked_fixture(tc, sig_setup, sig_teardown);
+	tcase_add_test(tc, test_sig_rfc8032);
+	tcase_add_test(tc, test_sig_seal_format);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("sig_verify");
+	tcase_add_unchecked_fixture(tc, sig_setup, sig_teardown);
+	tcase_add_loop_test(tc, test_sig_verify, 0, (int)NELEMS(round_trip_policies));
+	tcase_add_test(tc, test_sig_with_mac);
+	tcase_add_test(tc, test_sig_wellformed_loads);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("sig_refuse_missing");
+	tcase_add_unchecked_fixture(tc, sig_setup, sig_teardown);
+	tcase_add_test(tc, test_sig_missing);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("sig_refuse_tampered");
+	tcase_add_unchecked_fixture(tc, sig_setup, sig_teardown);
+	tcase_add_test(tc, test_sig_changed_body);
+	tcase_add_test(tc, test_sig_changed_sig);
+	tcase_add_test(tc, test_sig_truncated);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("sig_refuse_line");
+	tcase_add_loop_test(tc, test_sig_refuse_line, 0, (int)NELEMS(sigline_cases));
+	tcase_add_test(tc, test_sig_without_digest);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("sig_keygen");
+	tcase_add_unchecked_fixture(tc, sig_setup, sig_teardown);
+	tcase_add_unchecked_fixture(tc, tmpdir_setup, tmpdir_teardown);
+	tcase_add_test(tc, test_sig_keygen);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("key_load");
