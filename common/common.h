@@ -139,7 +139,7 @@ bool egress_ed25519_verify(void *key, const void *msg, size_t len,
  * writes it, mode 0600) and path.pub (the public key, PEM SubjectPublicKeyInfo, mode 0644).
  * Never overwrites: when either exists nothing is written. 0, or -1 with err.
  */
-int egress_ed25519_generate(const char *path, char *err, size_t errlen);
+int egress_ed25519_keygen_pair(const char *path, char *err, size_t errlen);
 
 /*
  * Accepting with a pause when descriptors run out (accept.c, libevent): egress_accept()

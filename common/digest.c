@@ -439,7 +439,7 @@ digest_finish(FILE *fp, const char *path, bool wrote, char *err, size_t errlen)
 }
 
 int
-egress_ed25519_generate(const char *path, char *err, size_t errlen)
+egress_ed25519_keygen_pair(const char *path, char *err, size_t errlen)
 {
 	char *pub, vbuf[4096];
 	struct stat st;

@@ -249,7 +249,7 @@ cmd_keygen(int argc, char **argv)
 	if (argc - i != 1)
 		usage("keygen takes one FILE");
 	if (o.ed25519) {
-		if (egress_ed25519_generate(argv[i], err, sizeof(err)) == -1) {
+		if (egress_ed25519_keygen_pair(argv[i], err, sizeof(err)) == -1) {
 			log_warnx("%s", err);
 			return EXIT_INVALID;
 		}

@@ -1652,7 +1652,7 @@ START_TEST(test_sig_keygen)
 	tmp_path(priv, sizeof(priv), "ed");
 	tmp_path(pub, sizeof(pub), "ed.pub");
 	tmp_path(other, sizeof(other), "other");
-	ck_assert_msg(egress_ed25519_generate(priv, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(egress_ed25519_keygen_pair(priv, err, sizeof(err)) == 0, "%s", err);
 	umask(old);
 	ck_assert_int_eq(lstat(priv, &st), 0);
 	ck_assert_uint_eq((unsigned)(st.st_mode & 07777), 0600);
@@ -1670,7 +1670,7 @@ START_TEST(test_sig_keygen)
 	egress_ed25519_free(pk);
 	/* Again: refused, both files as they were. */
 	n1 = read_file(priv, before, sizeof(before));
-	ck_assert_int_eq(egress_ed25519_generate(priv, err, sizeof(err)), -1);
+	ck_assert_int_eq(egress_ed25519_keygen_pair(priv, err, sizeof(err)), -1);
 	ck_assert_msg(strstr(err, "already exists") != NULL, "%s", err);
 	n2 = read_file(priv, after, sizeof(after));
 	ck_assert_uint_eq(n1, n2);
@@ -1681,7 +1681,7 @@ START_TEST(test_sig_keygen)
 
 		tmp_path(opub, sizeof(opub), "other.pub");
 		write_file(opub, (const uint8_t *)"x", 1);
-		ck_assert_int_eq(egress_ed25519_generate(other, err, sizeof(err)), -1);
+		ck_assert_int_eq(egress_ed25519_keygen_pair(other, err, sizeof(err)), -1);
 		ck_assert_msg(strstr(err, "other.pub: already exists") != NULL, "%s", err);
 		ck_assert_int_eq(lstat(other, &st), -1);
 		ck_assert_uint_eq(read_file(opub, after, sizeof(after)), 1);
