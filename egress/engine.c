@@ -57,7 +57,7 @@ engine_lost(const char *what)
 uint64_t
 receipt_seq(void)
 {
-	return eng_file_seq;
+	return eng_chan == -1 ? receipt_file_seq() : eng_file_seq;
 }
 
 void
