@@ -105,9 +105,10 @@ conn_relay_move(struct conn *c, struct bufferevent *src)
 	}
 	if (n == 0)
 		return true;
-	if (up && c->state == CS_GUARD)
+	if (up && conn_state_guarded(c->state))
 		return true;            /* held for the SNI guard; it releases what passes */
-	if (!up && c->state == CS_GUARD && c->guard->hello_passed && c->guard->hrr < 0) {
+	if (!up && conn_state_guarded(c->state) && c->guard->hello_passed &&
+	    c->guard->hrr < 0) {
 		/* Note the server's first bytes: is it asking for a second ClientHello? */
 		struct conn_guard *g = c->guard;
 		size_t want = sizeof(g->server) - g->nserver;
@@ -118,7 +119,7 @@ conn_relay_move(struct conn *c, struct bufferevent *src)
 		if (g->hrr >= 0 && evbuffer_get_length(bufferevent_get_input(c->cbev)) > 0)
 			conn_guard_pending = c;
 	}
-	if (!c->opened && !conn_write_open(c)) {
+	if (!conn_write_open(c)) {
 		conn_close(c, EGRESS_SHUTDOWN, "error");
 		return false;
 	}
@@ -166,7 +167,7 @@ conn_relay_read(struct bufferevent *src, void *arg)
 	/* The server's answer is known now: judge the client bytes held meanwhile. */
 	if (conn_guard_pending == c) {
 		conn_guard_pending = NULL;
-		if (c->state == CS_GUARD)
+		if (conn_state_guarded(c->state))
 			conn_guard_read(c->cbev, c);
 	}
 }
@@ -181,7 +182,7 @@ conn_relay_write(struct bufferevent *dst, void *arg)
 
 	egress_splice_resume(dst);
 	if (!src_eof && !(to_up && conn_forward_done(c))) {
-		if (c->fast[to_up ? 0 : 1] != NULL)
+		if (c->state == CS_FAST)
 			event_add(c->fast[to_up ? 0 : 1], NULL);
 		else
 			bufferevent_enable(src, EV_READ);
@@ -199,7 +200,8 @@ conn_relay_write(struct bufferevent *dst, void *arg)
  */
 static uint8_t conn_scratch[EGRESSD_RELAY_BUF];
 
-static void
+/* CS_FAST's read event on either socket (conn_install makes both). */
+void
 conn_fast_read(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
@@ -235,23 +237,22 @@ conn_fast_read(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * From the bufferevents' reads to ours: what they already read is delivered first. A
- * forwarded request never takes this path: every client byte of it must pass the body
+ * From the bufferevents' reads to ours (RELAY -fast-> FAST): what they already read is
+ * delivered first, queued in the other side's output. The fast reads are only added
+ * here: the first one runs in a later callback (conn_write_open says why that matters).
+ * A forwarded request never takes this path: every client byte of it must pass the body
  * framing in conn_relay_move, which alone decides what goes upstream.
  */
 void
 conn_fast_start(struct conn *c)
 {
-	if (c->fe == FE_HTTP_FORWARD || c->state == CS_GUARD || c->fast[0] != NULL)
+	if (c->state != CS_RELAY || c->fe == FE_HTTP_FORWARD)
 		return;
 	bufferevent_disable(c->cbev, EV_READ);
 	bufferevent_disable(c->ubev, EV_READ);
 	if (!conn_relay_move(c, c->cbev) || !conn_relay_move(c, c->ubev))
 		return;
-	c->fast[0] = event_new(egressd_base, bufferevent_getfd(c->cbev), EV_READ | EV_PERSIST,
-	    conn_fast_read, c);
-	c->fast[1] = event_new(egressd_base, bufferevent_getfd(c->ubev), EV_READ | EV_PERSIST,
-	    conn_fast_read, c);
+	conn_transition(c, CE_FAST);
 	if (!c->c_eof && evbuffer_get_length(bufferevent_get_output(c->ubev)) <
 	    EGRESSD_RELAY_BUF)
 		event_add(c->fast[0], NULL);
@@ -267,7 +268,7 @@ conn_relay_event(struct bufferevent *bev, short what, void *arg)
 	bool client = bev == c->cbev;
 
 	if (what & BEV_EVENT_EOF) {
-		if (client && c->state == CS_GUARD) {
+		if (client && conn_state_guarded(c->state)) {
 			/* A client that stops mid-ClientHello never had it judged. */
 			if (evbuffer_get_length(bufferevent_get_input(bev)) > 0) {
 				conn_guard_refuse(c, EGRESS_SNI_MALFORMED,
@@ -338,13 +339,13 @@ conn_start_relay(struct conn *c, int fd)
 		c->guard->hrr = -1;
 		conn_transition(c, CE_CONNECTED_GUARD);
 	} else {
-		/* The open receipt reaches the kernel before any byte may flow. */
+		/* The open receipt reaches the kernel before any byte may flow: writing it
+		 * is the way into the relay (CONNECT -open-> RELAY). */
 		if (!conn_write_open(c)) {
 			conn_deny(c, EGRESS_SHUTDOWN, "receipt could not be written", NULL, 0, 0,
 			    -1);
 			return;
 		}
-		conn_transition(c, CE_CONNECTED);
 	}
 	c->last_activity = egress_mono_ms();
 
@@ -386,8 +387,7 @@ conn_start_relay(struct conn *c, int fd)
 	default:
 		break;
 	}
-	/* conn_transition installed both sides' callbacks and the client's read bound. */
-	bufferevent_setwatermark(c->ubev, EV_READ, 0, EGRESSD_RELAY_BUF);
+	/* conn_transition installed both sides' callbacks and read bounds. */
 	/* libevent reads 4 KiB at a time by default: a bulk tunnel then costs a syscall and
 	 * a wake-up per page. Up to the relay bound per call instead (reads allocate what
 	 * the socket has, so an idle or chatty tunnel does not grow). */
@@ -399,10 +399,10 @@ conn_start_relay(struct conn *c, int fd)
 	bufferevent_enable(c->cbev, EV_READ | EV_WRITE);
 	conn_set_timer(c, (unsigned)s->timeout_idle);
 	/* Bytes the client sent early (after its request) are tunnel payload. */
-	if (c->state == CS_GUARD || c->fe == FE_HTTP_FORWARD) {
+	if (conn_state_guarded(c->state) || c->fe == FE_HTTP_FORWARD) {
 		if (evbuffer_get_length(bufferevent_get_input(c->cbev)) == 0)
 			return;
-		if (c->state == CS_GUARD)
+		if (conn_state_guarded(c->state))
 			conn_guard_read(c->cbev, c);
 		else
 			conn_relay_read(c->cbev, c);
