@@ -326,28 +326,31 @@ conn_deny(struct conn *c, enum egress_reason reason, const char *why, const uint
  * comes first (GUARD -open-> GUARD_OPEN). The state records it: there is no flag.
  *
  * No byte moves between client and upstream in the libevent callback that wrote the open
- * receipt (what the receipt monitor's acknowledgement at the end of a loop turn relies
- * on); bytes reach a peer's socket only from a later callback. Each caller's chain, as it
- * is (checked for this, none needed a change):
- *   conn_start_relay (the connect's write event, no guard): the success answer and a
- *     forwarded head are bufferevent_write'n, early client bytes evbuffer-moved into the
- *     upstream's output; conn_fast_start only moves what the bufferevents already read
- *     into the other side's output and event_add's the fast reads. A socket is written by
- *     the bufferevent's write event or conn_fast_read, both later callbacks: event_add
- *     only registers (epoll's change list), it never runs a callback.
- *   conn_guard_read (a hello passed): conn_guard_release moves the hello into the
- *     upstream's output; a guard end in the same loop calls conn_fast_start (as above).
- *   conn_relay_move in GUARD (the server's first bytes): moved into the client's output.
- *   conn_guard_stop (the guard's end, the client's EOF): the relay's move, as above.
- *   conn_close in GUARD: nothing moves; the close receipt follows and the sockets close.
- * The only direct send() of egressd's tunnel is conn_fast_read (common/splice.c), an event
- * callback of CS_FAST, which is entered from RELAY only, so after the open and never in
- * its callback. After a deny receipt (conn_deny_receipt) the answer is queued
- * (conn_answer_and_close: bufferevent_write, flushed by the drain's write event), except
+ * receipt, nor in the rest of that loop turn: a receipt acknowledged at the end of the turn
+ * (the receipt monitor) is then acknowledged before the tunnel's first byte or half-close.
+ * A peer's socket is written by its bufferevent's write event or by conn_fast_read, both
+ * fd events, or shut by conn_propagate_eof; what the open's callback does, per caller:
+ *   conn_start_relay (CONNECT -open-> RELAY, the connect's write event, no guard): the
+ *     success answer and a forwarded head are bufferevent_write'n, early client bytes
+ *     moved into the upstream's output; conn_fast_start moves what the bufferevents had
+ *     read into the other side's output and only event_add's the fast reads. Nothing
+ *     was read from the upstream yet and its bufferevent is new: its write event and the
+ *     fast reads can fire only after the next poll (event_add never runs a callback).
+ *   GUARD -open-> GUARD_OPEN: conn_guard_read (a hello passed; the hello is moved into
+ *     the upstream's output, a guard end goes on to conn_fast_start), conn_relay_move
+ *     (the server's first bytes, moved into the client's output), conn_guard_stop (the
+ *     guard's end on the client's EOF), conn_close (nothing moves, the sockets close).
+ *     Here the client's write event may already be active in this turn (its output held
+ *     the success answer): it carried the server's first bytes out in the open's turn,
+ *     and the client's EOF was shut through to the upstream in the open's own callback.
+ *     Changed: conn_open_hold (relay.c) stops both bufferevents' writes and every
+ *     half-close until a timer of 0 s, which runs after the next poll.
+ * The fast relay's send() runs in conn_fast_read only, an fd event of CS_FAST, entered
+ * from RELAY only, so after the open and never in its turn. After a deny receipt
+ * (conn_deny_receipt) the answer is only queued (conn_answer_and_close: bufferevent_write,
+ * flushed by the drain's write event; the guard's refusals answer nothing), except
  * conn_abort's `now` path, a best-effort send() when the loop is ending (egressd stopping,
- * the principal removed). Bytes queued in a bufferevent may leave in a later callback of
- * the same loop turn when that bufferevent's write event was already active in it (its
- * output not empty before, e.g. a success answer the client has not read yet).
+ * the principal removed). tests/e2e/openturn.sh checks this with strace.
  */
 bool
 conn_write_open(struct conn *c)
@@ -364,6 +367,8 @@ conn_write_open(struct conn *c)
 		return false;
 	c->p->total_allowed++;
 	conn_log(c, "open", EGRESS_ALLOWED, NULL);
+	if (c->state == CS_GUARD)
+		conn_open_hold(c);      /* the tunnel's queues may hold bytes: not this turn */
 	conn_transition(c, CE_OPEN);
 	return true;
 }
@@ -512,6 +517,8 @@ conn_free(struct conn *c)
 	TAILQ_REMOVE(&c->p->conns, c, entry);
 	nconns--;
 	event_free(c->timer);
+	if (c->later != NULL)
+		event_free(c->later);
 	for (int i = 0; i < 2; i++)
 		if (c->fast[i] != NULL)
 			event_free(c->fast[i]);

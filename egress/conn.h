@@ -104,6 +104,7 @@ struct conn {
 	struct bufferevent *cbev;    /* client (the principal socket) */
 	struct bufferevent *ubev;    /* upstream, once connected */
 	struct event *timer;         /* handshake, connect, idle, drain deadlines */
+	struct event *later;         /* the open's turn is over (conn_open_hold, relay.c) */
 	struct socks5 s5;
 	struct host host;
 	uint16_t port;
@@ -199,6 +200,7 @@ void conn_relay_read(struct bufferevent *bev, void *arg);
 void conn_relay_write(struct bufferevent *bev, void *arg);
 void conn_relay_event(struct bufferevent *bev, short what, void *arg);
 void conn_fast_start(struct conn *c);
+void conn_open_hold(struct conn *c);
 void conn_fast_read(evutil_socket_t fd, short what, void *arg);
 void conn_idle_check(struct conn *c);
 

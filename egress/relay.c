@@ -21,6 +21,7 @@
 #include "conn.h"
 #include "splice.h"
 
+static void conn_propagate_eof(struct conn *c);
 
 static void
 conn_maybe_finish(struct conn *c)
@@ -35,10 +36,49 @@ conn_maybe_finish(struct conn *c)
 		conn_close(c, EGRESS_ALLOWED, c->first_eof);
 }
 
+/*
+ * The loop turn that wrote an open receipt inside the tunnel (GUARD -open-> GUARD_OPEN):
+ * until the next one, neither bufferevent writes and no side is shut, so that what that
+ * turn queued (a server's first bytes, the bytes the guard let go, the client's EOF)
+ * leaves only after egressd polled again (conn_write_open says why). A timer of 0 s runs
+ * after the next poll, never in this turn (an event_active'd callback would).
+ */
+static void
+conn_open_turn_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	bufferevent_enable(c->cbev, EV_WRITE);
+	bufferevent_enable(c->ubev, EV_WRITE);
+	conn_propagate_eof(c);
+}
+
+void
+conn_open_hold(struct conn *c)
+{
+	static const struct timeval next_turn;
+
+	if (c->later == NULL)
+		c->later = evtimer_new(egressd_base, conn_open_turn_cb, c);
+	bufferevent_disable(c->cbev, EV_WRITE);
+	bufferevent_disable(c->ubev, EV_WRITE);
+	evtimer_add(c->later, &next_turn);
+}
+
+static bool
+conn_open_held(const struct conn *c)
+{
+	return c->later != NULL && evtimer_pending(c->later, NULL);
+}
+
 /* Half-close: once everything from the closed side is delivered, shut the other way. */
 static void
 conn_propagate_eof(struct conn *c)
 {
+	if (conn_open_held(c))
+		return;                 /* the open's turn: conn_open_turn_cb comes back here */
 	/* A forwarded request's upload ends with its body (framing), not the client's EOF. */
 	(void)egress_splice_shut(c->c_eof && c->fe != FE_HTTP_FORWARD, &c->u_shut, c->ubev);
 	(void)egress_splice_shut(c->u_eof, &c->c_shut, c->cbev);
