@@ -341,16 +341,19 @@ conn_deny(struct conn *c, enum egress_reason reason, const char *why, const uint
  *     (the server's first bytes, moved into the client's output), conn_guard_stop (the
  *     guard's end on the client's EOF), conn_close (nothing moves, the sockets close).
  *     Here the client's write event may already be active in this turn (its output held
- *     the success answer): it carried the server's first bytes out in the open's turn,
- *     and the client's EOF was shut through to the upstream in the open's own callback.
- *     Changed: conn_open_hold (relay.c) stops both bufferevents' writes and every
- *     half-close until a timer of 0 s, which runs after the next poll.
+ *     the success answer) and would carry the server's first bytes out in the open's
+ *     turn, and the guard's end on the client's EOF would shut the upstream's write side
+ *     in the open's own callback (both seen with strace). So conn_open_hold (relay.c)
+ *     stops both bufferevents' writes and every half-close until a timer of 0 s, which
+ *     runs after the next poll.
  * The fast relay's send() runs in conn_fast_read only, an fd event of CS_FAST, entered
  * from RELAY only, so after the open and never in its turn. After a deny receipt
  * (conn_deny_receipt) the answer is only queued (conn_answer_and_close: bufferevent_write,
  * flushed by the drain's write event; the guard's refusals answer nothing), except
  * conn_abort's `now` path, a best-effort send() when the loop is ending (egressd stopping,
- * the principal removed). tests/e2e/openturn.sh checks this with strace.
+ * the principal removed). That answer is egressd's own, no upstream byte; it may still
+ * leave in the deny's turn when the client's write event was active already (a SOCKS5
+ * method reply not yet flushed). tests/e2e/openturn.sh checks the opens with strace.
  */
 bool
 conn_write_open(struct conn *c)

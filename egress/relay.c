@@ -2,7 +2,9 @@
  * relay.c: the tunnel. The success answer, then the bounded two-way copy (EGRESSD_RELAY_BUF
  * per direction, the reader paused beyond it), half-close propagated once a side's bytes
  * are delivered, a forwarded request's body cut by its framing, the fast relay of our own
- * 64 KiB reads, and the idle timeout. Trusts nothing either side sends: it only copies.
+ * 64 KiB reads, the idle timeout, and the loop turn of an open receipt written inside the
+ * tunnel, in which nothing moves (conn_open_hold). Trusts nothing either side sends: it
+ * only copies.
  */
 #include "config.h"
 
@@ -288,8 +290,8 @@ conn_fast_start(struct conn *c)
 {
 	if (c->state != CS_RELAY || c->fe == FE_HTTP_FORWARD)
 		return;
-	bufferevent_disable(c->cbev, EV_READ);
-	bufferevent_disable(c->ubev, EV_READ);
+	/* No read comes between these moves and the transition (which stops the
+	 * bufferevents' reads): nothing is left behind in their inputs. */
 	if (!conn_relay_move(c, c->cbev) || !conn_relay_move(c, c->ubev))
 		return;
 	conn_transition(c, CE_FAST);
