@@ -147,11 +147,14 @@ conn_set_timer(struct conn *c, unsigned seconds)
  * The callbacks and read bounds of c's state, the one place they are set. The request
  * phase reads the client (at most one request head, plus one byte to notice); the tunnel
  * relays both sides, the client's bytes held up to what the guard may hold while it
- * inspects; the drain only writes the answer, then frees.
+ * inspects; the fast relay reads both sockets itself (its read events are made here, the
+ * bufferevents only write); the drain only writes the answer, then frees.
  */
 static void
 conn_install(struct conn *c)
 {
+	bool guarded = conn_state_guarded(c->state);
+
 	switch (c->state) {
 	case CS_SNIFF:
 	case CS_HTTP:
@@ -164,12 +167,25 @@ conn_install(struct conn *c)
 		bufferevent_setcb(c->cbev, conn_client_read, NULL, conn_client_event, c);
 		break;
 	case CS_GUARD:
+	case CS_GUARD_OPEN:
 	case CS_RELAY:
-		bufferevent_setcb(c->cbev, c->state == CS_GUARD ? conn_guard_read : conn_relay_read,
+	case CS_FAST:
+		bufferevent_setcb(c->cbev, guarded ? conn_guard_read : conn_relay_read,
 		    conn_relay_write, conn_relay_event, c);
 		bufferevent_setcb(c->ubev, conn_relay_read, conn_relay_write, conn_relay_event, c);
 		bufferevent_setwatermark(c->cbev, EV_READ, 0,
-		    c->state == CS_GUARD ? CONN_GUARD_HOLD : EGRESSD_RELAY_BUF);
+		    guarded ? CONN_GUARD_HOLD : EGRESSD_RELAY_BUF);
+		bufferevent_setwatermark(c->ubev, EV_READ, 0, EGRESSD_RELAY_BUF);
+		if (c->state != CS_FAST)
+			break;
+		/* The bufferevents still write (and report write errors); conn_fast_start adds
+		 * the read events once what the bufferevents had read is delivered. */
+		bufferevent_disable(c->cbev, EV_READ);
+		bufferevent_disable(c->ubev, EV_READ);
+		c->fast[0] = event_new(egressd_base, bufferevent_getfd(c->cbev),
+		    EV_READ | EV_PERSIST, conn_fast_read, c);
+		c->fast[1] = event_new(egressd_base, bufferevent_getfd(c->ubev),
+		    EV_READ | EV_PERSIST, conn_fast_read, c);
 		break;
 	case CS_DRAIN:
 		bufferevent_disable(c->cbev, EV_READ);
@@ -188,8 +204,8 @@ conn_install(struct conn *c)
  * a client can cause: it is logged and egressd aborts rather than run a connection in a
  * state nobody planned.
  */
-void
-conn_transition(struct conn *c, enum conn_event ev)
+static enum conn_state
+conn_next_or_abort(const struct conn *c, enum conn_event ev)
 {
 	enum conn_state next = conn_state_next(c->state, ev);
 
@@ -198,7 +214,13 @@ conn_transition(struct conn *c, enum conn_event ev)
 		    conn_state_name(c->state), conn_event_name(ev));
 		abort();
 	}
-	c->state = next;
+	return next;
+}
+
+void
+conn_transition(struct conn *c, enum conn_event ev)
+{
+	c->state = conn_next_or_abort(c, ev);
 	conn_install(c);
 }
 
@@ -298,24 +320,59 @@ conn_deny(struct conn *c, enum egress_reason reason, const char *why, const uint
 }
 
 /*
- * The open receipt, written when bytes may start to flow: at once without the SNI guard;
- * with it, when the guard passes the client's first bytes or before the first upstream
- * byte reaches the client (server-first protocols), whichever comes first.
+ * The open receipt, written when bytes may start to flow: at once without the SNI guard
+ * (CONNECT -open-> RELAY); with it, when the guard passes the client's first bytes or
+ * before the first upstream byte reaches the client (server-first protocols), whichever
+ * comes first (GUARD -open-> GUARD_OPEN). The state records it: there is no flag.
+ *
+ * No byte moves between client and upstream in the libevent callback that wrote the open
+ * receipt, nor in the rest of that loop turn: a receipt acknowledged at the end of the turn
+ * (the receipt monitor) is then acknowledged before the tunnel's first byte or half-close.
+ * A peer's socket is written by its bufferevent's write event or by conn_fast_read, both
+ * fd events, or shut by conn_propagate_eof; what the open's callback does, per caller:
+ *   conn_start_relay (CONNECT -open-> RELAY, the connect's write event, no guard): the
+ *     success answer and a forwarded head are bufferevent_write'n, early client bytes
+ *     moved into the upstream's output; conn_fast_start moves what the bufferevents had
+ *     read into the other side's output and only event_add's the fast reads. Nothing
+ *     was read from the upstream yet and its bufferevent is new: its write event and the
+ *     fast reads can fire only after the next poll (event_add never runs a callback).
+ *   GUARD -open-> GUARD_OPEN: conn_guard_read (a hello passed; the hello is moved into
+ *     the upstream's output, a guard end goes on to conn_fast_start), conn_relay_move
+ *     (the server's first bytes, moved into the client's output), conn_guard_stop (the
+ *     guard's end on the client's EOF), conn_close (nothing moves, the sockets close).
+ *     Here the client's write event may already be active in this turn (its output held
+ *     the success answer) and would carry the server's first bytes out in the open's
+ *     turn, and the guard's end on the client's EOF would shut the upstream's write side
+ *     in the open's own callback (both seen with strace). So conn_open_hold (relay.c)
+ *     stops both bufferevents' writes and every half-close until a timer of 0 s, which
+ *     runs after the next poll.
+ * The fast relay's send() runs in conn_fast_read only, an fd event of CS_FAST, entered
+ * from RELAY only, so after the open and never in its turn. After a deny receipt
+ * (conn_deny_receipt) the answer is only queued (conn_answer_and_close: bufferevent_write,
+ * flushed by the drain's write event; the guard's refusals answer nothing), except
+ * conn_abort's `now` path, a best-effort send() when the loop is ending (egressd stopping,
+ * the principal removed). That answer is egressd's own, no upstream byte; it may still
+ * leave in the deny's turn when the client's write event was active already (a SOCKS5
+ * method reply not yet flushed). tests/e2e/openturn.sh checks the opens with strace.
  */
 bool
 conn_write_open(struct conn *c)
 {
 	struct receipt r;
 
-	if (c->opened)
+	if (conn_state_opened(c->state))
 		return true;
+	/* A state that cannot open is egressd's bug: abort before the receipt, not after. */
+	(void)conn_next_or_abort(c, CE_OPEN);
 	conn_receipt_base(c, &r, RECEIPT_OPEN);
 	r.reason = EGRESS_ALLOWED;
 	if (receipt_write(&r) == -1)
 		return false;
-	c->opened = true;
 	c->p->total_allowed++;
 	conn_log(c, "open", EGRESS_ALLOWED, NULL);
+	if (c->state == CS_GUARD)
+		conn_open_hold(c);      /* the tunnel's queues may hold bytes: not this turn */
+	conn_transition(c, CE_OPEN);
 	return true;
 }
 
@@ -396,6 +453,7 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		    0, 0, -1);
 		break;
 	case CS_GUARD:
+	case CS_GUARD_OPEN:
 		if (c->guard->held) {
 			conn_guard_refuse(c, EGRESS_HANDSHAKE_TIMEOUT,
 			    "ClientHello not complete in time", NULL, 0);
@@ -404,6 +462,7 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		conn_idle_check(c);
 		break;
 	case CS_RELAY:
+	case CS_FAST:
 		conn_idle_check(c);
 		break;
 	case CS_DRAIN:
@@ -461,6 +520,8 @@ conn_free(struct conn *c)
 	TAILQ_REMOVE(&c->p->conns, c, entry);
 	nconns--;
 	event_free(c->timer);
+	if (c->later != NULL)
+		event_free(c->later);
 	for (int i = 0; i < 2; i++)
 		if (c->fast[i] != NULL)
 			event_free(c->fast[i]);
@@ -483,9 +544,9 @@ conn_close(struct conn *c, enum egress_reason reason, const char *cause)
 	struct receipt r;
 
 	/* A guarded tunnel that ends before anything flowed still gets its open. */
-	if (!c->opened && (c->state == CS_GUARD || c->state == CS_RELAY))
-		conn_write_open(c);
-	if (c->opened) {
+	if (c->state == CS_GUARD)
+		(void)conn_write_open(c);
+	if (conn_state_opened(c->state)) {
 		/* Count what reached each peer: bytes still queued never arrived. */
 		if (c->ubev != NULL) {
 			size_t q = evbuffer_get_length(bufferevent_get_output(c->ubev));
@@ -520,7 +581,7 @@ void
 conn_abort(struct conn *c, enum egress_reason reason, const char *close_cause)
 {
 	/* A tunnel (its success answer already sent) closes; it is never answered again. */
-	if (c->opened || c->state == CS_GUARD || c->state == CS_RELAY)
+	if (conn_state_tunnel(c->state))
 		conn_close(c, reason, close_cause);
 	else if (c->state == CS_DRAIN)
 		conn_free(c);

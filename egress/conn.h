@@ -23,7 +23,10 @@
 /*
  * The phases of a connection. Every change of state is an event looked up in the state
  * table (connstate.c) and made by conn_transition, which also installs that state's
- * callbacks (conn_install): there is no other assignment of c->state.
+ * callbacks (conn_install): there is no other assignment of c->state. What a tunnel owes
+ * is part of its state, not a flag beside it: whether its open receipt is written (GUARD
+ * vs GUARD_OPEN; RELAY and FAST always have it) and whether the fast relay's own reads
+ * carry the bytes (FAST) or the bufferevents do (RELAY).
  */
 enum conn_state {
 	CS_SNIFF = 0,                /* the first bytes choose a frontend */
@@ -33,8 +36,13 @@ enum conn_state {
 	CS_NATIVE,
 	CS_RESOLVE,                  /* allowed by name: the resolver is asked */
 	CS_CONNECT,                  /* connecting to the pinned addresses */
-	CS_GUARD,                    /* tunnel up, client bytes held for the SNI guard */
-	CS_RELAY,
+	CS_GUARD,                    /* tunnel up, client bytes held for the SNI guard, no open
+	                              * receipt yet: nothing has flowed either way */
+	CS_GUARD_OPEN,               /* the guard still inspects; the open receipt is written
+	                              * (a hello passed, or the server spoke first) */
+	CS_RELAY,                    /* open; the bufferevents copy (forwarding, or until the
+	                              * fast relay starts) */
+	CS_FAST,                     /* open; the fast relay's own reads copy (fast[]) */
 	CS_DRAIN,                    /* an error answer is being written, then close */
 	CS_COUNT,
 	CS_REFUSED = CS_COUNT,       /* the table's "no such transition" */
@@ -47,9 +55,11 @@ enum conn_event {
 	CE_SNIFF_NATIVE,             /* ... "EGR1" */
 	CE_RESOLVE,                  /* a request allowed for a name that is not pinned */
 	CE_CONNECT,                  /* addresses to connect to (literal, pinned, resolved) */
-	CE_CONNECTED,                /* an attempt connected; no SNI guard */
 	CE_CONNECTED_GUARD,          /* an attempt connected; the SNI guard inspects */
+	CE_OPEN,                     /* the open receipt is written (conn_write_open alone):
+	                              * from CONNECT, an attempt connected without the guard */
 	CE_GUARD_END,                /* the guard is done (passed, not TLS, the client's EOF) */
+	CE_FAST,                     /* the fast relay takes over the copy */
 	CE_ANSWER,                   /* an answer owed before the close (refusal, question) */
 	CE_COUNT,
 };
@@ -58,6 +68,12 @@ enum conn_event {
 enum conn_state conn_state_next(enum conn_state s, enum conn_event ev);
 const char *conn_state_name(enum conn_state s);
 const char *conn_event_name(enum conn_event ev);
+/* What a state owes, from the same file: a tunnel (its success answer is sent: it is never
+ * answered again, it ends in conn_close), its open receipt written (a close is owed), the
+ * SNI guard inspecting (c->guard is set). False for CS_REFUSED and out of range. */
+bool conn_state_tunnel(enum conn_state s);
+bool conn_state_opened(enum conn_state s);
+bool conn_state_guarded(enum conn_state s);
 
 enum conn_frontend {
 	FE_NONE = 0,
@@ -88,6 +104,7 @@ struct conn {
 	struct bufferevent *cbev;    /* client (the principal socket) */
 	struct bufferevent *ubev;    /* upstream, once connected */
 	struct event *timer;         /* handshake, connect, idle, drain deadlines */
+	struct event *later;         /* the open's turn is over (conn_open_hold, relay.c) */
 	struct socks5 s5;
 	struct host host;
 	uint16_t port;
@@ -102,7 +119,6 @@ struct conn {
 	struct event *stagger;
 	char addr_text[EGRESS_ADDRSTRLEN];
 	bool counted;                /* in p->live */
-	bool opened;                 /* open receipt written */
 	uint64_t bytes_up, bytes_down;
 	int64_t start_ms;            /* CLOCK_MONOTONIC */
 	int64_t last_activity;       /* CLOCK_MONOTONIC ms */
@@ -116,9 +132,10 @@ struct conn {
 	size_t fwd_head_len;
 	struct http_framing framing;
 	/* The fast relay: our own reads, 64 KiB at a time, written through when the
-	 * other side's output is empty (CONNECT and SOCKS tunnels, once the guard is done). */
+	 * other side's output is empty (CONNECT and SOCKS tunnels, once the guard is done).
+	 * Made by conn_install on the way into CS_FAST, and only then. */
 	struct event *fast[2];       /* read events: [0] client, [1] upstream */
-	/* SNI guard: allocated while it inspects (CS_GUARD and only then), freed when it ends. */
+	/* SNI guard: allocated while it inspects (CS_GUARD, CS_GUARD_OPEN), freed when it ends. */
 	struct conn_guard *guard;
 	char *sni;                   /* the server_name of the first ClientHello */
 };
@@ -183,6 +200,8 @@ void conn_relay_read(struct bufferevent *bev, void *arg);
 void conn_relay_write(struct bufferevent *bev, void *arg);
 void conn_relay_event(struct bufferevent *bev, short what, void *arg);
 void conn_fast_start(struct conn *c);
+void conn_open_hold(struct conn *c);
+void conn_fast_read(evutil_socket_t fd, short what, void *arg);
 void conn_idle_check(struct conn *c);
 
 #endif

@@ -1,19 +1,25 @@
 /*
  * connstate.c: the state table of a connection (conn.h): for every state and event, the
- * next state, or CS_REFUSED. conn_transition (conn.c) makes every change of state through
- * it, so that a path the table does not list is a bug caught where it happens, never a
- * connection in a state nobody planned. Pure: no libevent, no allocation; the unit test
+ * next state, or CS_REFUSED; and what each state owes (a tunnel, an open receipt, the
+ * guard). conn_transition (conn.c) makes every change of state through it, so that a path
+ * the table does not list is a bug caught where it happens, never a connection in a state
+ * nobody planned. Pure: no libevent, no allocation; the unit test
  * (tests/unit/check_connstate.c) walks every pair.
  *
- *   SNIFF     -sniff-*-> HTTP | SOCKS5 | SOCKS4 | NATIVE
- *   frontend  -resolve-> RESOLVE   -connect-> CONNECT
- *   RESOLVE   -connect-> CONNECT
- *   CONNECT   -connected-> RELAY   -connected-guard-> GUARD
- *   GUARD     -guard-end-> RELAY
+ *   SNIFF      -sniff-*-> HTTP | SOCKS5 | SOCKS4 | NATIVE
+ *   frontend   -resolve-> RESOLVE   -connect-> CONNECT
+ *   RESOLVE    -connect-> CONNECT
+ *   CONNECT    -open-> RELAY        (no guard: the open receipt, then the success answer)
+ *   CONNECT    -connected-guard-> GUARD
+ *   GUARD      -open-> GUARD_OPEN   (a hello passed, the server spoke first, or the end)
+ *   GUARD_OPEN -guard-end-> RELAY
+ *   RELAY      -fast-> FAST
  *   any state before the tunnel  -answer-> DRAIN
  *
- * RELAY and DRAIN have no way out but the close (conn_close, conn_free), which ends the
- * connection rather than changing its state.
+ * The open receipt is an event of its own (CE_OPEN, written by conn_write_open alone), so
+ * the table itself says that no state relaying bytes is reached without it: GUARD has no
+ * guard-end, only GUARD_OPEN has. RELAY, FAST and DRAIN have no way out but the close
+ * (conn_close, conn_free), which ends the connection rather than changing its state.
  */
 #include "config.h"
 
@@ -24,30 +30,46 @@
 /* [state][event]: the events in conn.h's order, one column each. */
 static const enum conn_state conn_table[CS_COUNT][CE_COUNT] = {
 	/*             http     socks5     socks4     native     resolve    connect
-	 *             connected guard     guard-end  answer */
+	 *             connected-guard open      guard-end  fast     answer */
 	[CS_SNIFF] = { CS_HTTP, CS_SOCKS5, CS_SOCKS4, CS_NATIVE, R,         R,
-	               R,        R,        R,         CS_DRAIN },
+	               R,        R,        R,         R,        CS_DRAIN },
 	[CS_HTTP] =  { R,       R,         R,         R,         CS_RESOLVE, CS_CONNECT,
-	               R,        R,        R,         CS_DRAIN },
+	               R,        R,        R,         R,        CS_DRAIN },
 	[CS_SOCKS5] = { R,      R,         R,         R,         CS_RESOLVE, CS_CONNECT,
-	               R,        R,        R,         CS_DRAIN },
+	               R,        R,        R,         R,        CS_DRAIN },
 	[CS_SOCKS4] = { R,      R,         R,         R,         CS_RESOLVE, CS_CONNECT,
-	               R,        R,        R,         CS_DRAIN },
+	               R,        R,        R,         R,        CS_DRAIN },
 	[CS_NATIVE] = { R,      R,         R,         R,         CS_RESOLVE, CS_CONNECT,
-	               R,        R,        R,         CS_DRAIN },
+	               R,        R,        R,         R,        CS_DRAIN },
 	[CS_RESOLVE] = { R,     R,         R,         R,         R,         CS_CONNECT,
-	               R,        R,        R,         CS_DRAIN },
+	               R,        R,        R,         R,        CS_DRAIN },
 	[CS_CONNECT] = { R,     R,         R,         R,         R,         R,
-	               CS_RELAY, CS_GUARD, R,         CS_DRAIN },
+	               CS_GUARD, CS_RELAY, R,         R,        CS_DRAIN },
 	[CS_GUARD] = { R,       R,         R,         R,         R,         R,
-	               R,        R,        CS_RELAY,  R },
+	               R,        CS_GUARD_OPEN, R,    R,        R },
+	[CS_GUARD_OPEN] = { R,  R,         R,         R,         R,         R,
+	               R,        R,        CS_RELAY,  R,        R },
 	[CS_RELAY] = { R,       R,         R,         R,         R,         R,
-	               R,        R,        R,         R },
+	               R,        R,        R,         CS_FAST,  R },
+	[CS_FAST] =  { R,       R,         R,         R,         R,         R,
+	               R,        R,        R,         R,        R },
 	[CS_DRAIN] = { R,       R,         R,         R,         R,         R,
-	               R,        R,        R,         R },
+	               R,        R,        R,         R,        R },
 };
 
 #undef R
+
+/* What each state owes; the states before the tunnel and the drain owe none of these. */
+#define CSF_TUNNEL 0x1u              /* the success answer went out: close, never answer */
+#define CSF_OPENED 0x2u              /* the open receipt is written: a close receipt is owed */
+#define CSF_GUARD  0x4u              /* the SNI guard inspects the client's bytes */
+
+static const unsigned conn_state_flags[CS_COUNT] = {
+	[CS_GUARD] = CSF_TUNNEL | CSF_GUARD,
+	[CS_GUARD_OPEN] = CSF_TUNNEL | CSF_GUARD | CSF_OPENED,
+	[CS_RELAY] = CSF_TUNNEL | CSF_OPENED,
+	[CS_FAST] = CSF_TUNNEL | CSF_OPENED,
+};
 
 static const char *const conn_state_names[CS_COUNT] = {
 	[CS_SNIFF] = "sniff",
@@ -58,7 +80,9 @@ static const char *const conn_state_names[CS_COUNT] = {
 	[CS_RESOLVE] = "resolve",
 	[CS_CONNECT] = "connect",
 	[CS_GUARD] = "guard",
+	[CS_GUARD_OPEN] = "guard-open",
 	[CS_RELAY] = "relay",
+	[CS_FAST] = "fast",
 	[CS_DRAIN] = "drain",
 };
 
@@ -69,9 +93,10 @@ static const char *const conn_event_names[CE_COUNT] = {
 	[CE_SNIFF_NATIVE] = "sniff-native",
 	[CE_RESOLVE] = "resolve",
 	[CE_CONNECT] = "connect",
-	[CE_CONNECTED] = "connected",
 	[CE_CONNECTED_GUARD] = "connected-guard",
+	[CE_OPEN] = "open",
 	[CE_GUARD_END] = "guard-end",
+	[CE_FAST] = "fast",
 	[CE_ANSWER] = "answer",
 };
 
@@ -93,4 +118,28 @@ const char *
 conn_event_name(enum conn_event ev)
 {
 	return (unsigned)ev < CE_COUNT ? conn_event_names[ev] : "?";
+}
+
+static bool
+conn_state_has(enum conn_state s, unsigned flag)
+{
+	return (unsigned)s < CS_COUNT && (conn_state_flags[s] & flag) != 0;
+}
+
+bool
+conn_state_tunnel(enum conn_state s)
+{
+	return conn_state_has(s, CSF_TUNNEL);
+}
+
+bool
+conn_state_opened(enum conn_state s)
+{
+	return conn_state_has(s, CSF_OPENED);
+}
+
+bool
+conn_state_guarded(enum conn_state s)
+{
+	return conn_state_has(s, CSF_GUARD);
 }

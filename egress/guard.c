@@ -29,7 +29,7 @@ conn_guard_refuse(struct conn *c, enum egress_reason reason, const char *why,
 {
 	free(c->guard);
 	c->guard = NULL;
-	if (c->opened) {
+	if (conn_state_opened(c->state)) {
 		conn_log(c, "guard", reason, why);
 		conn_close(c, reason, "error");
 		return;
@@ -41,19 +41,19 @@ conn_guard_refuse(struct conn *c, enum egress_reason reason, const char *why,
 
 /*
  * The guard lets go (it passed the client's bytes, or the client ended before sending
- * any): on to the relay, with the open receipt if nothing wrote it yet. False when the
- * connection was closed.
+ * any): the open receipt if nothing wrote it yet (GUARD -open-> GUARD_OPEN), then on to
+ * the relay (GUARD_OPEN -guard-end-> RELAY). False when the connection was closed.
  */
 bool
 conn_guard_stop(struct conn *c)
 {
 	free(c->guard);
 	c->guard = NULL;
-	conn_transition(c, CE_GUARD_END);
 	if (!conn_write_open(c)) {
 		conn_close(c, EGRESS_SHUTDOWN, "error");
 		return false;
 	}
+	conn_transition(c, CE_GUARD_END);
 	return true;
 }
 

@@ -2,7 +2,9 @@
  * relay.c: the tunnel. The success answer, then the bounded two-way copy (EGRESSD_RELAY_BUF
  * per direction, the reader paused beyond it), half-close propagated once a side's bytes
  * are delivered, a forwarded request's body cut by its framing, the fast relay of our own
- * 64 KiB reads, and the idle timeout. Trusts nothing either side sends: it only copies.
+ * 64 KiB reads, the idle timeout, and the loop turn of an open receipt written inside the
+ * tunnel, in which nothing moves (conn_open_hold). Trusts nothing either side sends: it
+ * only copies.
  */
 #include "config.h"
 
@@ -21,6 +23,7 @@
 #include "conn.h"
 #include "splice.h"
 
+static void conn_propagate_eof(struct conn *c);
 
 static void
 conn_maybe_finish(struct conn *c)
@@ -35,10 +38,49 @@ conn_maybe_finish(struct conn *c)
 		conn_close(c, EGRESS_ALLOWED, c->first_eof);
 }
 
+/*
+ * The loop turn that wrote an open receipt inside the tunnel (GUARD -open-> GUARD_OPEN):
+ * until the next one, neither bufferevent writes and no side is shut, so that what that
+ * turn queued (a server's first bytes, the bytes the guard let go, the client's EOF)
+ * leaves only after egressd polled again (conn_write_open says why). A timer of 0 s runs
+ * after the next poll, never in this turn (an event_active'd callback would).
+ */
+static void
+conn_open_turn_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	bufferevent_enable(c->cbev, EV_WRITE);
+	bufferevent_enable(c->ubev, EV_WRITE);
+	conn_propagate_eof(c);
+}
+
+void
+conn_open_hold(struct conn *c)
+{
+	static const struct timeval next_turn;
+
+	if (c->later == NULL)
+		c->later = evtimer_new(egressd_base, conn_open_turn_cb, c);
+	bufferevent_disable(c->cbev, EV_WRITE);
+	bufferevent_disable(c->ubev, EV_WRITE);
+	evtimer_add(c->later, &next_turn);
+}
+
+static bool
+conn_open_held(const struct conn *c)
+{
+	return c->later != NULL && evtimer_pending(c->later, NULL);
+}
+
 /* Half-close: once everything from the closed side is delivered, shut the other way. */
 static void
 conn_propagate_eof(struct conn *c)
 {
+	if (conn_open_held(c))
+		return;                 /* the open's turn: conn_open_turn_cb comes back here */
 	/* A forwarded request's upload ends with its body (framing), not the client's EOF. */
 	(void)egress_splice_shut(c->c_eof && c->fe != FE_HTTP_FORWARD, &c->u_shut, c->ubev);
 	(void)egress_splice_shut(c->u_eof, &c->c_shut, c->cbev);
@@ -105,9 +147,10 @@ conn_relay_move(struct conn *c, struct bufferevent *src)
 	}
 	if (n == 0)
 		return true;
-	if (up && c->state == CS_GUARD)
+	if (up && conn_state_guarded(c->state))
 		return true;            /* held for the SNI guard; it releases what passes */
-	if (!up && c->state == CS_GUARD && c->guard->hello_passed && c->guard->hrr < 0) {
+	if (!up && conn_state_guarded(c->state) && c->guard->hello_passed &&
+	    c->guard->hrr < 0) {
 		/* Note the server's first bytes: is it asking for a second ClientHello? */
 		struct conn_guard *g = c->guard;
 		size_t want = sizeof(g->server) - g->nserver;
@@ -118,7 +161,7 @@ conn_relay_move(struct conn *c, struct bufferevent *src)
 		if (g->hrr >= 0 && evbuffer_get_length(bufferevent_get_input(c->cbev)) > 0)
 			conn_guard_pending = c;
 	}
-	if (!c->opened && !conn_write_open(c)) {
+	if (!conn_write_open(c)) {
 		conn_close(c, EGRESS_SHUTDOWN, "error");
 		return false;
 	}
@@ -166,7 +209,7 @@ conn_relay_read(struct bufferevent *src, void *arg)
 	/* The server's answer is known now: judge the client bytes held meanwhile. */
 	if (conn_guard_pending == c) {
 		conn_guard_pending = NULL;
-		if (c->state == CS_GUARD)
+		if (conn_state_guarded(c->state))
 			conn_guard_read(c->cbev, c);
 	}
 }
@@ -181,7 +224,7 @@ conn_relay_write(struct bufferevent *dst, void *arg)
 
 	egress_splice_resume(dst);
 	if (!src_eof && !(to_up && conn_forward_done(c))) {
-		if (c->fast[to_up ? 0 : 1] != NULL)
+		if (c->state == CS_FAST)
 			event_add(c->fast[to_up ? 0 : 1], NULL);
 		else
 			bufferevent_enable(src, EV_READ);
@@ -199,7 +242,8 @@ conn_relay_write(struct bufferevent *dst, void *arg)
  */
 static uint8_t conn_scratch[EGRESSD_RELAY_BUF];
 
-static void
+/* CS_FAST's read event on either socket (conn_install makes both). */
+void
 conn_fast_read(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
@@ -235,23 +279,22 @@ conn_fast_read(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * From the bufferevents' reads to ours: what they already read is delivered first. A
- * forwarded request never takes this path: every client byte of it must pass the body
+ * From the bufferevents' reads to ours (RELAY -fast-> FAST): what they already read is
+ * delivered first, queued in the other side's output. The fast reads are only added
+ * here: the first one runs in a later callback (conn_write_open says why that matters).
+ * A forwarded request never takes this path: every client byte of it must pass the body
  * framing in conn_relay_move, which alone decides what goes upstream.
  */
 void
 conn_fast_start(struct conn *c)
 {
-	if (c->fe == FE_HTTP_FORWARD || c->state == CS_GUARD || c->fast[0] != NULL)
+	if (c->state != CS_RELAY || c->fe == FE_HTTP_FORWARD)
 		return;
-	bufferevent_disable(c->cbev, EV_READ);
-	bufferevent_disable(c->ubev, EV_READ);
+	/* No read comes between these moves and the transition (which stops the
+	 * bufferevents' reads): nothing is left behind in their inputs. */
 	if (!conn_relay_move(c, c->cbev) || !conn_relay_move(c, c->ubev))
 		return;
-	c->fast[0] = event_new(egressd_base, bufferevent_getfd(c->cbev), EV_READ | EV_PERSIST,
-	    conn_fast_read, c);
-	c->fast[1] = event_new(egressd_base, bufferevent_getfd(c->ubev), EV_READ | EV_PERSIST,
-	    conn_fast_read, c);
+	conn_transition(c, CE_FAST);
 	if (!c->c_eof && evbuffer_get_length(bufferevent_get_output(c->ubev)) <
 	    EGRESSD_RELAY_BUF)
 		event_add(c->fast[0], NULL);
@@ -267,7 +310,7 @@ conn_relay_event(struct bufferevent *bev, short what, void *arg)
 	bool client = bev == c->cbev;
 
 	if (what & BEV_EVENT_EOF) {
-		if (client && c->state == CS_GUARD) {
+		if (client && conn_state_guarded(c->state)) {
 			/* A client that stops mid-ClientHello never had it judged. */
 			if (evbuffer_get_length(bufferevent_get_input(bev)) > 0) {
 				conn_guard_refuse(c, EGRESS_SNI_MALFORMED,
@@ -338,13 +381,13 @@ conn_start_relay(struct conn *c, int fd)
 		c->guard->hrr = -1;
 		conn_transition(c, CE_CONNECTED_GUARD);
 	} else {
-		/* The open receipt reaches the kernel before any byte may flow. */
+		/* The open receipt reaches the kernel before any byte may flow: writing it
+		 * is the way into the relay (CONNECT -open-> RELAY). */
 		if (!conn_write_open(c)) {
 			conn_deny(c, EGRESS_SHUTDOWN, "receipt could not be written", NULL, 0, 0,
 			    -1);
 			return;
 		}
-		conn_transition(c, CE_CONNECTED);
 	}
 	c->last_activity = egress_mono_ms();
 
@@ -386,8 +429,7 @@ conn_start_relay(struct conn *c, int fd)
 	default:
 		break;
 	}
-	/* conn_transition installed both sides' callbacks and the client's read bound. */
-	bufferevent_setwatermark(c->ubev, EV_READ, 0, EGRESSD_RELAY_BUF);
+	/* conn_transition installed both sides' callbacks and read bounds. */
 	/* libevent reads 4 KiB at a time by default: a bulk tunnel then costs a syscall and
 	 * a wake-up per page. Up to the relay bound per call instead (reads allocate what
 	 * the socket has, so an idle or chatty tunnel does not grow). */
@@ -399,10 +441,10 @@ conn_start_relay(struct conn *c, int fd)
 	bufferevent_enable(c->cbev, EV_READ | EV_WRITE);
 	conn_set_timer(c, (unsigned)s->timeout_idle);
 	/* Bytes the client sent early (after its request) are tunnel payload. */
-	if (c->state == CS_GUARD || c->fe == FE_HTTP_FORWARD) {
+	if (conn_state_guarded(c->state) || c->fe == FE_HTTP_FORWARD) {
 		if (evbuffer_get_length(bufferevent_get_input(c->cbev)) == 0)
 			return;
-		if (c->state == CS_GUARD)
+		if (conn_state_guarded(c->state))
 			conn_guard_read(c->cbev, c);
 		else
 			conn_relay_read(c->cbev, c);

@@ -2,10 +2,13 @@
  * check_connstate.c: unit tests for a connection's state table (egress/connstate.c). Every
  * (state, event) pair is checked against the transitions the design allows (conn.h): the
  * sniff chooses a frontend; a frontend's request resolves or connects; the resolution
- * connects; a connect ends in the tunnel, guarded or not; the guard ends in the relay;
- * every phase before the tunnel may owe an answer (drain). Everything else is refused,
- * in particular any way back, any way out of the relay or the drain, and an answer once
- * bytes may have flowed. Links the state table from libegressd.a alone.
+ * connects; a connect ends in the tunnel, guarded or not (without the guard its open
+ * receipt is the way into the relay); the guard opens, then ends in the relay; the relay
+ * hands over to the fast relay; every phase before the tunnel may owe an answer (drain).
+ * Everything else is refused, in particular any way back, any way out of the fast relay or
+ * the drain, a relay without the open receipt, a second open, and an answer once bytes may
+ * have flowed. What each state owes (tunnel, open receipt, guard) is checked per state.
+ * Links the state table from libegressd.a alone.
  */
 #include "config.h"
 
@@ -46,10 +49,63 @@ static const struct allowed allowed[] = {
 	{ CS_NATIVE, CE_ANSWER, CS_DRAIN },
 	{ CS_RESOLVE, CE_CONNECT, CS_CONNECT },
 	{ CS_RESOLVE, CE_ANSWER, CS_DRAIN },
-	{ CS_CONNECT, CE_CONNECTED, CS_RELAY },
+	{ CS_CONNECT, CE_OPEN, CS_RELAY },
 	{ CS_CONNECT, CE_CONNECTED_GUARD, CS_GUARD },
 	{ CS_CONNECT, CE_ANSWER, CS_DRAIN },
-	{ CS_GUARD, CE_GUARD_END, CS_RELAY },
+	{ CS_GUARD, CE_OPEN, CS_GUARD_OPEN },
+	{ CS_GUARD_OPEN, CE_GUARD_END, CS_RELAY },
+	{ CS_RELAY, CE_FAST, CS_FAST },
+};
+
+/*
+ * Refusals that carry the design (every_pair checks them too; these say why):
+ * egressd aborts on any of them rather than move bytes without a receipt.
+ */
+static const struct refused {
+	enum conn_state from;
+	enum conn_event ev;
+	const char *why;
+} refused[] = {
+	{ CS_GUARD, CE_GUARD_END, "no relay without the open receipt" },
+	{ CS_GUARD, CE_FAST, "the fast relay never reads held bytes" },
+	{ CS_GUARD_OPEN, CE_FAST, "the fast relay never reads held bytes" },
+	{ CS_CONNECT, CE_FAST, "no fast relay before the tunnel is up" },
+	{ CS_CONNECT, CE_GUARD_END, "no guard to end" },
+	{ CS_GUARD_OPEN, CE_OPEN, "one open receipt per tunnel" },
+	{ CS_RELAY, CE_OPEN, "one open receipt per tunnel" },
+	{ CS_FAST, CE_OPEN, "one open receipt per tunnel" },
+	{ CS_FAST, CE_FAST, "the fast relay starts once" },
+	{ CS_FAST, CE_GUARD_END, "nothing out of the fast relay" },
+	{ CS_SNIFF, CE_OPEN, "no open before a decision and a connect" },
+	{ CS_RESOLVE, CE_OPEN, "no open before the connect" },
+	{ CS_DRAIN, CE_OPEN, "a refused connection never opens" },
+	{ CS_GUARD, CE_ANSWER, "a tunnel is never answered again" },
+	{ CS_GUARD_OPEN, CE_ANSWER, "a tunnel is never answered again" },
+	{ CS_RELAY, CE_ANSWER, "a tunnel is never answered again" },
+	{ CS_FAST, CE_ANSWER, "a tunnel is never answered again" },
+	{ CS_RELAY, CE_CONNECTED_GUARD, "the guard comes before the relay, never after" },
+};
+
+/* What each state owes: tunnel (closed, never answered), open receipt, guard. */
+static const struct owes {
+	enum conn_state s;
+	bool tunnel, opened, guarded;
+} owes[] = {
+	{ CS_SNIFF, false, false, false },
+	{ CS_HTTP, false, false, false },
+	{ CS_SOCKS5, false, false, false },
+	{ CS_SOCKS4, false, false, false },
+	{ CS_NATIVE, false, false, false },
+	{ CS_RESOLVE, false, false, false },
+	{ CS_CONNECT, false, false, false },
+	{ CS_GUARD, true, false, true },
+	{ CS_GUARD_OPEN, true, true, true },
+	{ CS_RELAY, true, true, false },
+	{ CS_FAST, true, true, false },
+	{ CS_DRAIN, false, false, false },
+	{ CS_REFUSED, false, false, false },
+	{ (enum conn_state)-1, false, false, false },
+	{ (enum conn_state)(CS_COUNT + 7), false, false, false },
 };
 
 static const struct allowed *
@@ -78,7 +134,61 @@ START_TEST(test_every_pair)
 }
 END_TEST
 
-/* No event leads back to the sniff, out of the relay or the drain, or into a frontend
+START_TEST(test_refused)
+{
+	const struct refused *r = &refused[_i];
+
+	ck_assert_msg(conn_state_next(r->from, r->ev) == CS_REFUSED,
+	    "%s on %s: %s, want refused (%s)", conn_state_name(r->from), conn_event_name(r->ev),
+	    conn_state_name(conn_state_next(r->from, r->ev)), r->why);
+	ck_assert_ptr_null(find_allowed(r->from, r->ev));
+}
+END_TEST
+
+START_TEST(test_owes)
+{
+	const struct owes *o = &owes[_i];
+
+	ck_assert_msg(conn_state_tunnel(o->s) == o->tunnel, "%s tunnel", conn_state_name(o->s));
+	ck_assert_msg(conn_state_opened(o->s) == o->opened, "%s opened", conn_state_name(o->s));
+	ck_assert_msg(conn_state_guarded(o->s) == o->guarded, "%s guarded",
+	    conn_state_name(o->s));
+}
+END_TEST
+
+/*
+ * The open receipt is an event: a state that owes a close is entered from one that does
+ * not only by CE_OPEN, CE_OPEN always leads to one, and none is ever left for a state
+ * that owes less (no second open, no tunnel answered). The fast relay is entered from
+ * the relay only.
+ */
+START_TEST(test_open_event)
+{
+	for (int s = 0; s < CS_COUNT; s++)
+		for (int ev = 0; ev < CE_COUNT; ev++) {
+			enum conn_state from = (enum conn_state)s;
+			enum conn_state to = conn_state_next(from, (enum conn_event)ev);
+
+			if (to == CS_REFUSED)
+				continue;
+			if (!conn_state_opened(from) && conn_state_opened(to))
+				ck_assert_int_eq(ev, CE_OPEN);
+			if (ev == CE_OPEN)
+				ck_assert(!conn_state_opened(from) && conn_state_opened(to));
+			if (conn_state_opened(from))
+				ck_assert(conn_state_opened(to));
+			if (conn_state_tunnel(from))
+				ck_assert(conn_state_tunnel(to));
+			if (to == CS_FAST)
+				ck_assert(from == CS_RELAY && ev == CE_FAST);
+			/* The guard's state (c->guard) is only let go into the relay. */
+			if (conn_state_guarded(from) && !conn_state_guarded(to))
+				ck_assert(ev == CE_GUARD_END && to == CS_RELAY);
+		}
+}
+END_TEST
+
+/* No event leads back to the sniff, out of the fast relay or the drain, or into a frontend
  * from anywhere but the sniff. */
 START_TEST(test_no_way_back)
 {
@@ -87,12 +197,14 @@ START_TEST(test_no_way_back)
 			enum conn_state to = conn_state_next((enum conn_state)s, (enum conn_event)ev);
 
 			ck_assert(to != CS_SNIFF);
-			if (s == CS_RELAY || s == CS_DRAIN)
+			if (s == CS_FAST || s == CS_DRAIN)
 				ck_assert(to == CS_REFUSED);
+			if (s == CS_RELAY)
+				ck_assert(to == CS_REFUSED || to == CS_FAST);
 			if (to == CS_HTTP || to == CS_SOCKS5 || to == CS_SOCKS4 || to == CS_NATIVE)
 				ck_assert_int_eq(s, CS_SNIFF);
 			/* Once bytes may flow (guard, relay) nobody is answered any more. */
-			if (s == CS_GUARD || s == CS_RELAY)
+			if (conn_state_tunnel((enum conn_state)s))
 				ck_assert(ev != CE_ANSWER || to == CS_REFUSED);
 		}
 }
@@ -149,7 +261,16 @@ connstate_suite(void)
 	tc = tcase_create("every state x event: allowed ones lead where they should, the rest refused");
 	tcase_add_loop_test(tc, test_every_pair, 0, CS_COUNT * CE_COUNT);
 	suite_add_tcase(s, tc);
-	tc = tcase_create("no way back, nothing out of relay or drain");
+	tc = tcase_create("the refusals the design relies on");
+	tcase_add_loop_test(tc, test_refused, 0, (int)NELEM(refused));
+	suite_add_tcase(s, tc);
+	tc = tcase_create("what each state owes: tunnel, open receipt, guard");
+	tcase_add_loop_test(tc, test_owes, 0, (int)NELEM(owes));
+	suite_add_tcase(s, tc);
+	tc = tcase_create("the open receipt and the fast relay are transitions of their own");
+	tcase_add_test(tc, test_open_event);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("no way back, nothing out of the fast relay or drain");
 	tcase_add_test(tc, test_no_way_back);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("every state reachable from the sniff");
