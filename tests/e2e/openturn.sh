@@ -3,7 +3,7 @@
 # receipts are to be acknowledged at the end of each event-loop turn (a separate monitor),
 # so once an open receipt is written no byte (nor a half-close) may pass between client
 # and upstream before egressd polls again: bytes only move from a later callback. strace,
-# attached to egressd, records its socket writes, shutdowns and polls while tunnels of
+# attached to egressd's engine (the process that relays), records its socket writes, shutdowns and polls while tunnels of
 # every path that writes the open run: no guard (early bytes, the fast relay), the SNI
 # guard passing a ClientHello, passing a protocol that is not TLS, a server that speaks
 # first, and a client that leaves before sending anything (the guard's end on its EOF,
@@ -35,7 +35,7 @@ G=$RUN/guard.sock
 O=$RUN/off.sock
 
 spawn strace strace -f -yy -s 64 -o "$WORK/trace" \
-    -e trace=write,writev,sendto,sendmsg,shutdown,epoll_wait,epoll_pwait -p "$EGRESSD_PID"
+    -e trace=write,writev,sendto,sendmsg,shutdown,epoll_wait,epoll_pwait -p "$ENGINE_PID"
 STRACE=$SPAWNED
 _attached() { grep -q attached "$WORK/strace.err" 2>/dev/null; }
 wait_until _attached || { echo "Bail out! strace did not attach: $(cat "$WORK/strace.err")"; exit 99; }
