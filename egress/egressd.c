@@ -287,8 +287,8 @@ engine_run(const char *file, bool debug, bool seccomp_log)
 	sigprocmask(SIG_UNBLOCK, &startup, NULL);
 	engine_ready();
 	log_info("event=started version=%s pid=%d engine=%d principals=%zu control=%s "
-	    "receipts=%s", PACKAGE_VERSION, (int)egressd_pid, (int)getpid(), conf_current->nprincipals, conf_current->control,
-	    conf_current->receipts);
+	    "receipts=%s", PACKAGE_VERSION, (int)egressd_pid, (int)getpid(),
+	    conf_current->nprincipals, conf_current->control, conf_current->receipts);
 	for (;;) {
 		rc = event_base_loop(egressd_base, EVLOOP_ONCE);
 		engine_flush();
@@ -303,7 +303,7 @@ engine_run(const char *file, bool debug, bool seccomp_log)
 	ctl_shutdown();
 	metrics_shutdown();
 	dns_shutdown();
-	engine_flush();
+	engine_sync();
 	event_free(ev_term);
 	event_free(ev_int);
 	event_free(ev_hup);

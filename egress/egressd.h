@@ -418,8 +418,13 @@ int engine_conf_first(const char *path);
 /* policy-key: the monitor's verdict on the policy in fd (NULL: its MAC is good). */
 const char *engine_maccheck(int fd, const char *path, const char *digest, char *err,
     size_t errlen);
-/* The receipts of this loop turn to the monitor, back when they are in the kernel. */
+/*
+ * The receipts of this loop turn to the monitor; back when they are in the kernel if any
+ * of them is an open or a denial (whose connections' next steps wait for that).
+ */
 void engine_flush(void);
+/* The same, and every acknowledgement awaited (the engine's end). */
+void engine_sync(void);
 int engine_start(void);
 int engine_adopt_socket(uint32_t kind);
 void engine_adopt_principals(void);

@@ -60,28 +60,70 @@ receipt_seq(void)
 	return eng_chan == -1 ? receipt_file_seq() : eng_file_seq;
 }
 
+/*
+ * Batches sent and not yet acknowledged: their last record's number, oldest first. A
+ * batch of closes only holds nothing back (the connection has no next step; its records
+ * are in the channel's kernel buffer, which the monitor reads to the end even if the
+ * engine dies); one with an open or a denial is waited for, and with it every earlier one
+ * (acknowledgements come in order).
+ */
+#define ENGINE_UNACKED_MAX 64
+static uint64_t eng_unacked[ENGINE_UNACKED_MAX];
+static unsigned eng_nunacked;
+static bool eng_must_wait;              /* the batch being filled holds an open or a deny */
+
+/* Reads acknowledgements until none is outstanding. */
+static void
+engine_wait_acks(void)
+{
+	struct mw_head ack;
+	ssize_t n;
+
+	for (unsigned i = 0; i < eng_nunacked; i++) {
+		do
+			n = recv(eng_chan, &ack, sizeof(ack), 0);
+		while (n == -1 && errno == EINTR);
+		if (n != (ssize_t)sizeof(ack) || ack.magic != MW_MAGIC || ack.type != MW_ACK ||
+		    ack.seq != eng_unacked[i])
+			engine_lost("no acknowledgement of a receipt batch");
+		eng_file_seq = ack.file_seq;
+	}
+	eng_nunacked = 0;
+}
+
+static void
+engine_send_batch(bool wait)
+{
+	unsigned count = eng_w.count;
+	size_t len;
+
+	if (count > 0) {
+		if (eng_nunacked == ENGINE_UNACKED_MAX)
+			engine_wait_acks();
+		len = mw_batch_end(&eng_w, eng_first);
+		if (egress_fdpass_send(eng_chan, eng_buf, len, -1, -1) != (ssize_t)len)
+			engine_lost("cannot send receipts to the monitor");
+		eng_unacked[eng_nunacked++] = eng_first + count - 1;
+		eng_first += count;
+		mw_batch_begin(&eng_w, eng_buf, sizeof(eng_buf));
+	}
+	if (wait)
+		engine_wait_acks();
+	eng_must_wait = false;
+}
+
 void
 engine_flush(void)
 {
-	struct mw_head ack;
-	unsigned count = eng_w.count;
-	size_t len;
-	ssize_t n;
+	if (eng_chan != -1)
+		engine_send_batch(eng_must_wait);
+}
 
-	if (count == 0 || eng_chan == -1)
-		return;
-	len = mw_batch_end(&eng_w, eng_first);
-	if (egress_fdpass_send(eng_chan, eng_buf, len, -1, -1) != (ssize_t)len)
-		engine_lost("cannot send receipts to the monitor");
-	do
-		n = recv(eng_chan, &ack, sizeof(ack), 0);
-	while (n == -1 && errno == EINTR);
-	if (n != (ssize_t)sizeof(ack) || ack.magic != MW_MAGIC || ack.type != MW_ACK ||
-	    ack.seq != eng_first + count - 1)
-		engine_lost("no acknowledgement of a receipt batch");
-	eng_file_seq = ack.file_seq;
-	eng_first += count;
-	mw_batch_begin(&eng_w, eng_buf, sizeof(eng_buf));
+void
+engine_sync(void)
+{
+	if (eng_chan != -1)
+		engine_send_batch(true);
 }
 
 int
@@ -90,14 +132,18 @@ receipt_write(const struct receipt *r)
 	/* No monitor: the daemon's objects in a unit test, which writes the file itself. */
 	if (eng_chan == -1)
 		return receipt_record(r);
-	if (mw_batch_add(&eng_w, r) == 0)
-		return 0;
-	/* Full: this batch goes now (still before the connection's next step). */
-	engine_flush();
-	if (mw_batch_add(&eng_w, r) == 0)
-		return 0;
-	log_error("event=receipt-overflow id=%s", r->id ? r->id : "-");
-	return -1;
+	if (mw_batch_add(&eng_w, r) == -1) {
+		/* Full: this batch goes now (still before the connection's next step). */
+		engine_send_batch(eng_must_wait);
+		if (mw_batch_add(&eng_w, r) == -1) {
+			log_error("event=receipt-overflow id=%s", r->id ? r->id : "-");
+			return -1;
+		}
+	}
+	/* The next step of an open (bytes) or of a denial (the answer) waits for the monitor. */
+	if (r->event != RECEIPT_CLOSE)
+		eng_must_wait = true;
+	return 0;
 }
 
 /* One request and its answer; the turn's receipts go first, so that order holds. */
@@ -108,7 +154,7 @@ engine_call(struct mw_req *q, int fd_in, int *fd_out)
 	int fd = -1, nfds, truncated;
 	ssize_t n;
 
-	engine_flush();
+	engine_send_batch(true);       /* the answer follows every acknowledgement */
 	q->h.magic = MW_MAGIC;
 	q->h.type = MW_REQ;
 	if (egress_fdpass_send(eng_chan, q, sizeof(*q), fd_in, -1) != (ssize_t)sizeof(*q))

@@ -663,7 +663,8 @@ mon_chan_cb(evutil_socket_t fd, short what, void *arg)
 {
 	(void)what;
 	(void)arg;
-	for (int i = 0; i < 64; i++) {
+	/* One message per wakeup: the next wakes the loop again (no read that finds none). */
+	for (int i = 0; i < 1; i++) {
 		int in_fd = -1, nfds, truncated;
 		ssize_t n = egress_fdpass_recv(fd, mon_buf, sizeof(mon_buf), &in_fd, &nfds,
 		    &truncated, MSG_DONTWAIT);
