@@ -95,15 +95,19 @@ static void
 engine_send_batch(bool wait)
 {
 	unsigned count = eng_w.count;
+	/* Closes only, and nothing to wait for: the monitor need not answer. */
+	bool noack = !eng_must_wait && !wait;
 	size_t len;
 
 	if (count > 0) {
 		if (eng_nunacked == ENGINE_UNACKED_MAX)
 			engine_wait_acks();
-		len = mw_batch_end(&eng_w, eng_first);
+
+		len = mw_batch_end(&eng_w, eng_first, noack ? MW_BATCH_NOACK : 0);
 		if (egress_fdpass_send(eng_chan, eng_buf, len, -1, -1) != (ssize_t)len)
 			engine_lost("cannot send receipts to the monitor");
-		eng_unacked[eng_nunacked++] = eng_first + count - 1;
+		if (!noack)
+			eng_unacked[eng_nunacked++] = eng_first + count - 1;
 		eng_first += count;
 		mw_batch_begin(&eng_w, eng_buf, sizeof(eng_buf));
 	}

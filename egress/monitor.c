@@ -568,6 +568,8 @@ mon_batch(const uint8_t *buf, size_t len)
 	/* In the kernel before the acknowledgement: the engine's next step waits for it. */
 	(void)receipt_batch_end();
 	free(rec);
+	if (rd.noack)
+		return;                 /* closes only: the engine does not wait for them */
 	memset(&ack, 0, sizeof(ack));
 	ack.magic = MW_MAGIC;
 	ack.type = MW_ACK;

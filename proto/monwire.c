@@ -150,7 +150,7 @@ mw_batch_add(struct mw_writer *w, const struct receipt *r)
 }
 
 size_t
-mw_batch_end(struct mw_writer *w, uint64_t first_seq)
+mw_batch_end(struct mw_writer *w, uint64_t first_seq, uint64_t flags)
 {
 	struct mw_head h;
 
@@ -159,6 +159,7 @@ mw_batch_end(struct mw_writer *w, uint64_t first_seq)
 	h.type = MW_BATCH;
 	h.count = (uint16_t)w->count;
 	h.seq = first_seq;
+	h.file_seq = flags;
 	memcpy(w->buf, &h, sizeof(h));
 	return w->len;
 }
@@ -187,6 +188,11 @@ mw_batch_open(struct mw_reader *rd, const uint8_t *buf, size_t len, const char *
 		*why = "batch seq out of range";
 		return -1;
 	}
+	if ((h.file_seq & ~(uint64_t)MW_BATCH_NOACK) != 0) {
+		*why = "unknown batch flags";
+		return -1;
+	}
+	rd->noack = h.file_seq == MW_BATCH_NOACK;
 	rd->p = buf + sizeof(h);
 	rd->end = buf + len;
 	rd->left = h.count;
@@ -403,6 +409,10 @@ mw_batch_next(struct mw_reader *rd, struct mw_record *out, const char **why)
 	rd->p += 2;
 	if (ev != RECEIPT_OPEN && ev != RECEIPT_CLOSE && ev != RECEIPT_DENY) {
 		*why = "event is not open, close or deny";
+		return -1;
+	}
+	if (rd->noack && ev != RECEIPT_CLOSE) {
+		*why = "an open or a deny in a batch nobody waits for";
 		return -1;
 	}
 	memset(out, 0, sizeof(*out));

@@ -6,7 +6,8 @@
  *
  *   MW_BATCH   engine -> monitor: receipt events (open, close, deny), numbered by the
  *              engine from 1 without gaps; answered by MW_ACK once every line of the
- *              batch is in the kernel (written to the receipts file).
+ *              batch is in the kernel (written to the receipts file), unless the batch
+ *              holds closes only and says MW_BATCH_NOACK (nothing waits for those).
  *   MW_REQ     either way, fixed size (struct mw_req): LISTEN, UNLINK, OPEN, ADOPT,
  *              READY and their answers (err, and a descriptor in SCM_RIGHTS).
  *
@@ -43,8 +44,12 @@ struct mw_head {
 	uint16_t type;
 	uint16_t count;              /* MW_BATCH: records that follow */
 	uint64_t seq;                /* MW_BATCH: the first record's number; MW_ACK: the last */
-	uint64_t file_seq;           /* MW_ACK: the receipts file's seq after the batch */
+	uint64_t file_seq;           /* MW_ACK: the receipts file's seq after the batch;
+	                                MW_BATCH: MW_BATCH_NOACK or 0 */
 };
+
+/* A batch of closes only: the engine does not wait, so the monitor sends no MW_ACK. */
+#define MW_BATCH_NOACK 1u
 
 /* Requests (engine -> monitor) and answers (the same op, err set). */
 enum mw_op {
@@ -116,13 +121,14 @@ struct mw_writer {
 void mw_batch_begin(struct mw_writer *w, uint8_t *buf, size_t cap);
 /* Appends r; -1 when the batch is full (send it, begin again) or r cannot be encoded. */
 int mw_batch_add(struct mw_writer *w, const struct receipt *r);
-/* Finishes the header (first seq); returns the datagram's length. */
-size_t mw_batch_end(struct mw_writer *w, uint64_t first_seq);
+/* Finishes the header (first seq, flags); returns the datagram's length. */
+size_t mw_batch_end(struct mw_writer *w, uint64_t first_seq, uint64_t flags);
 
 struct mw_reader {
 	const uint8_t *p, *end;
 	unsigned left;
 	uint64_t seq;                /* the next record's number */
+	bool noack;                  /* MW_BATCH_NOACK: every record must be a close */
 };
 
 /* Checks the header of a datagram; -1 with *why when it is no batch. */

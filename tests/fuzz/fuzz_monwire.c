@@ -36,7 +36,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		mw_batch_begin(&w, again, sizeof(again));
 		if (mw_batch_add(&w, &r) == -1)
 			abort();
-		len = mw_batch_end(&w, 1);
+		len = mw_batch_end(&w, 1, 0);
 		if (mw_batch_open(&rd2, again, len, &why) == -1 ||
 		    mw_batch_next(&rd2, &rec2, &why) != 1 ||
 		    mw_batch_next(&rd2, &rec2, &why) == -1)

@@ -64,7 +64,7 @@ START_TEST(test_roundtrip)
 	mw_batch_begin(&w, buf, sizeof(buf));
 	for (size_t i = 0; i < NELEM(in); i++)
 		ck_assert_int_eq(mw_batch_add(&w, &in[i]), 0);
-	len = mw_batch_end(&w, 5);
+	len = mw_batch_end(&w, 5, 0);
 	ck_assert_int_eq(mw_batch_open(&rd, buf, len, &why), 0);
 	ck_assert_uint_eq(rd.seq, 5);
 	for (size_t i = 0; i < NELEM(in); i++) {
@@ -280,6 +280,38 @@ START_TEST(test_framing)
 }
 END_TEST
 
+/* A batch nobody waits for carries closes only: an open in one is refused. */
+START_TEST(test_noack)
+{
+	uint8_t buf[MW_BATCH_MAX];
+	struct mw_writer w;
+	struct mw_reader rd;
+	struct mw_record rec;
+	struct receipt c = base(RECEIPT_CLOSE), o = base(RECEIPT_OPEN);
+	const char *why = NULL;
+	size_t len;
+
+	mw_batch_begin(&w, buf, sizeof(buf));
+	ck_assert_int_eq(mw_batch_add(&w, &c), 0);
+	len = mw_batch_end(&w, 1, MW_BATCH_NOACK);
+	ck_assert_int_eq(mw_batch_open(&rd, buf, len, &why), 0);
+	ck_assert(rd.noack);
+	ck_assert_int_eq(mw_batch_next(&rd, &rec, &why), 1);
+	mw_batch_begin(&w, buf, sizeof(buf));
+	ck_assert_int_eq(mw_batch_add(&w, &c), 0);
+	ck_assert_int_eq(mw_batch_add(&w, &o), 0);
+	len = mw_batch_end(&w, 1, MW_BATCH_NOACK);
+	ck_assert_int_eq(mw_batch_open(&rd, buf, len, &why), 0);
+	ck_assert_int_eq(mw_batch_next(&rd, &rec, &why), 1);
+	ck_assert_int_eq(mw_batch_next(&rd, &rec, &why), -1);
+	ck_assert_str_eq(why, "an open or a deny in a batch nobody waits for");
+	/* unknown flags */
+	len = mw_batch_end(&w, 1, 2);
+	ck_assert_int_eq(mw_batch_open(&rd, buf, len, &why), -1);
+	ck_assert_str_eq(why, "unknown batch flags");
+}
+END_TEST
+
 int
 main(void)
 {
@@ -291,6 +323,7 @@ main(void)
 	tcase_add_test(tc, test_roundtrip);
 	tcase_add_test(tc, test_full_batch);
 	tcase_add_test(tc, test_framing);
+	tcase_add_test(tc, test_noack);
 	tcase_add_loop_test(tc, test_refusal, 0, (int)NELEM(refusals));
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
