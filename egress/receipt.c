@@ -217,25 +217,13 @@ receipt_batch_end(void)
 static int
 receipt_append(const char *line, size_t len, bool arm_checkpoint)
 {
-	size_t off = 0;
-
 	if (receipt_batching) {
 		if (receipt_pend_len + len > RECEIPT_PEND_MAX && receipt_pend_flush() == -1)
 			return -1;
 		memcpy(receipt_pend + receipt_pend_len, line, len);
 		receipt_pend_len += len;
-		off = len;
-	}
-	while (off < len) {
-		ssize_t n = write(receipt_fd, line + off, len - off);
-
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1) {
-			log_error_errno("event=receipt-write path=%s", receipt_path);
-			return -1;
-		}
-		off += (size_t)n;
+	} else if (receipt_write_all(line, len) == -1) {
+		return -1;
 	}
 	receipt_dirty = true;
 	if (receipt_sync_ev != NULL && !event_pending(receipt_sync_ev, EV_TIMEOUT, NULL)) {
