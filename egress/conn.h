@@ -75,6 +75,56 @@ bool conn_state_tunnel(enum conn_state s);
 bool conn_state_opened(enum conn_state s);
 bool conn_state_guarded(enum conn_state s);
 
+/*
+ * A tunnel's half-closes, one small state per direction (in the manner of haproxy's
+ * channels): "up" is client -> upstream, "down" upstream -> client. A direction's reader
+ * gets EOF (EOF_SEEN), then once its bytes are delivered the other side's write half is
+ * shut (SHUT_SENT). conn_halves_step (connstate.c) makes every change; it refuses what
+ * cannot happen (a shut before the EOF, a second EOF or shut, anything once both
+ * directions are done), and egressd aborts on a refusal like on conn_transition's. The
+ * close cause is the direction whose EOF came first. Zeroed: both OPEN, no EOF yet.
+ */
+enum conn_dir {
+	CD_NONE = 0,                 /* no direction (conn_halves.first before any EOF) */
+	CD_UP,                       /* client -> upstream */
+	CD_DOWN,                     /* upstream -> client */
+};
+
+enum conn_half {
+	CH_OPEN = 0,                 /* bytes flow */
+	CH_EOF_SEEN,                 /* the reader got EOF; what it read is still delivered */
+	CH_SHUT_SENT,                /* shutdown(SHUT_WR) done on the other side: finished */
+	CH_COUNT,
+	CH_REFUSED = CH_COUNT,       /* the table's "no such transition" */
+};
+
+enum conn_half_event {
+	CHE_EOF = 0,                 /* the direction's reader got EOF */
+	CHE_SHUT,                    /* its bytes are delivered: the other side is shut */
+	CHE_COUNT,
+};
+
+struct conn_halves {
+	enum conn_half up, down;
+	enum conn_dir first;         /* the direction that reached EOF_SEEN first */
+};
+
+/* The half-close table: the next state, or CH_REFUSED when ev cannot happen in h. */
+enum conn_half conn_half_next(enum conn_half h, enum conn_half_event ev);
+const char *conn_half_name(enum conn_half h);
+const char *conn_half_event_name(enum conn_half_event ev);
+const char *conn_dir_name(enum conn_dir d);
+/* One direction's transition; false (nothing changed) when refused. */
+bool conn_halves_step(struct conn_halves *hs, enum conn_dir d, enum conn_half_event ev);
+/* The direction's state (CH_REFUSED for no direction). */
+enum conn_half conn_halves_get(const struct conn_halves *hs, enum conn_dir d);
+/* The direction's reader got EOF (EOF_SEEN or SHUT_SENT). */
+bool conn_halves_eof(const struct conn_halves *hs, enum conn_dir d);
+/* Both directions finished: both sides' write halves are shut. */
+bool conn_halves_done(const struct conn_halves *hs);
+/* The close cause of the first EOF: "client-eof", "upstream-eof", or NULL before any. */
+const char *conn_halves_first_eof(const struct conn_halves *hs);
+
 enum conn_frontend {
 	FE_NONE = 0,
 	FE_HTTP_CONNECT,

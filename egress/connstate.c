@@ -20,6 +20,13 @@
  * the table itself says that no state relaying bytes is reached without it: GUARD has no
  * guard-end, only GUARD_OPEN has. RELAY, FAST and DRAIN have no way out but the close
  * (conn_close, conn_free), which ends the connection rather than changing its state.
+ *
+ * Inside the tunnel each direction's half-close has its own small table (conn_halves_step):
+ *
+ *   OPEN -eof-> EOF_SEEN -shut-> SHUT_SENT
+ *
+ * and the connection is done when both directions are SHUT_SENT; the close cause is the
+ * direction that reached EOF_SEEN first.
  */
 #include "config.h"
 
@@ -142,4 +149,101 @@ bool
 conn_state_guarded(enum conn_state s)
 {
 	return conn_state_has(s, CSF_GUARD);
+}
+
+/*
+ * The half-close of each direction: OPEN -eof-> EOF_SEEN -shut-> SHUT_SENT, and nothing
+ * else. SHUT_SENT has no way out, so once both directions are there (the connection is
+ * done, relay.c closes it) every event is refused.
+ */
+static const enum conn_half conn_half_table[CH_COUNT][CHE_COUNT] = {
+	/*                  eof          shut */
+	[CH_OPEN] =      { CH_EOF_SEEN, CH_REFUSED },
+	[CH_EOF_SEEN] =  { CH_REFUSED,  CH_SHUT_SENT },
+	[CH_SHUT_SENT] = { CH_REFUSED,  CH_REFUSED },
+};
+
+static const char *const conn_half_names[CH_COUNT] = {
+	[CH_OPEN] = "open",
+	[CH_EOF_SEEN] = "eof-seen",
+	[CH_SHUT_SENT] = "shut-sent",
+};
+
+static const char *const conn_half_event_names[CHE_COUNT] = {
+	[CHE_EOF] = "eof",
+	[CHE_SHUT] = "shut",
+};
+
+enum conn_half
+conn_half_next(enum conn_half h, enum conn_half_event ev)
+{
+	if ((unsigned)h >= CH_COUNT || (unsigned)ev >= CHE_COUNT)
+		return CH_REFUSED;
+	return conn_half_table[h][ev];
+}
+
+const char *
+conn_half_name(enum conn_half h)
+{
+	return (unsigned)h < CH_COUNT ? conn_half_names[h] : "refused";
+}
+
+const char *
+conn_half_event_name(enum conn_half_event ev)
+{
+	return (unsigned)ev < CHE_COUNT ? conn_half_event_names[ev] : "?";
+}
+
+const char *
+conn_dir_name(enum conn_dir d)
+{
+	return d == CD_UP ? "up" : d == CD_DOWN ? "down" : "none";
+}
+
+static enum conn_half *
+conn_halves_at(struct conn_halves *hs, enum conn_dir d)
+{
+	return d == CD_UP ? &hs->up : d == CD_DOWN ? &hs->down : NULL;
+}
+
+enum conn_half
+conn_halves_get(const struct conn_halves *hs, enum conn_dir d)
+{
+	return d == CD_UP ? hs->up : d == CD_DOWN ? hs->down : CH_REFUSED;
+}
+
+bool
+conn_halves_step(struct conn_halves *hs, enum conn_dir d, enum conn_half_event ev)
+{
+	enum conn_half *h = conn_halves_at(hs, d), next;
+
+	if (h == NULL || conn_halves_done(hs))
+		return false;
+	next = conn_half_next(*h, ev);
+	if (next == CH_REFUSED)
+		return false;
+	*h = next;
+	if (next == CH_EOF_SEEN && hs->first == CD_NONE)
+		hs->first = d;
+	return true;
+}
+
+bool
+conn_halves_eof(const struct conn_halves *hs, enum conn_dir d)
+{
+	enum conn_half h = conn_halves_get(hs, d);
+
+	return h == CH_EOF_SEEN || h == CH_SHUT_SENT;
+}
+
+bool
+conn_halves_done(const struct conn_halves *hs)
+{
+	return hs->up == CH_SHUT_SENT && hs->down == CH_SHUT_SENT;
+}
+
+const char *
+conn_halves_first_eof(const struct conn_halves *hs)
+{
+	return hs->first == CD_UP ? "client-eof" : hs->first == CD_DOWN ? "upstream-eof" : NULL;
 }

@@ -8,6 +8,8 @@
  * Everything else is refused, in particular any way back, any way out of the fast relay or
  * the drain, a relay without the open receipt, a second open, and an answer once bytes may
  * have flowed. What each state owes (tunnel, open receipt, guard) is checked per state.
+ * The half-closes of a tunnel's two directions (OPEN -eof-> EOF_SEEN -shut-> SHUT_SENT)
+ * are checked as a table of steps, allowed and refused, with the close cause they leave.
  * Links the state table from libegressd.a alone.
  */
 #include "config.h"
@@ -252,6 +254,92 @@ START_TEST(test_bounds)
 }
 END_TEST
 
+/*
+ * The half-closes (conn_halves_step): each row starts from both directions' states and the
+ * first EOF, applies one event to one direction, and says whether it is allowed and where
+ * both directions and the close cause end up. A refused step changes nothing.
+ */
+static const struct half_row {
+	enum conn_half up, down;
+	enum conn_dir first;
+	enum conn_dir d;
+	enum conn_half_event ev;
+	bool ok;
+	enum conn_half up_to, down_to;
+	const char *cause;          /* conn_halves_first_eof after the step */
+	bool done;
+	const char *why;
+} half_rows[] = {
+	{ CH_OPEN, CH_OPEN, CD_NONE, CD_UP, CHE_EOF, true,
+	  CH_EOF_SEEN, CH_OPEN, "client-eof", false, "the client's EOF first" },
+	{ CH_OPEN, CH_OPEN, CD_NONE, CD_DOWN, CHE_EOF, true,
+	  CH_OPEN, CH_EOF_SEEN, "upstream-eof", false, "the upstream's EOF first" },
+	{ CH_EOF_SEEN, CH_OPEN, CD_UP, CD_UP, CHE_SHUT, true,
+	  CH_SHUT_SENT, CH_OPEN, "client-eof", false, "the client's bytes delivered: shut up" },
+	{ CH_SHUT_SENT, CH_OPEN, CD_UP, CD_DOWN, CHE_EOF, true,
+	  CH_SHUT_SENT, CH_EOF_SEEN, "client-eof", false, "a second EOF keeps the first cause" },
+	{ CH_EOF_SEEN, CH_OPEN, CD_UP, CD_DOWN, CHE_EOF, true,
+	  CH_EOF_SEEN, CH_EOF_SEEN, "client-eof", false, "both EOFs before any shut" },
+	{ CH_SHUT_SENT, CH_EOF_SEEN, CD_DOWN, CD_UP, CHE_EOF, false,
+	  CH_SHUT_SENT, CH_EOF_SEEN, "upstream-eof", false, "no EOF on a shut direction" },
+	{ CH_SHUT_SENT, CH_EOF_SEEN, CD_UP, CD_DOWN, CHE_SHUT, true,
+	  CH_SHUT_SENT, CH_SHUT_SENT, "client-eof", true, "the last shut: both done" },
+	{ CH_EOF_SEEN, CH_EOF_SEEN, CD_DOWN, CD_UP, CHE_SHUT, true,
+	  CH_SHUT_SENT, CH_EOF_SEEN, "upstream-eof", false, "shuts in either order" },
+	{ CH_OPEN, CH_OPEN, CD_NONE, CD_UP, CHE_SHUT, false,
+	  CH_OPEN, CH_OPEN, NULL, false, "no shut before the EOF" },
+	{ CH_OPEN, CH_EOF_SEEN, CD_DOWN, CD_UP, CHE_SHUT, false,
+	  CH_OPEN, CH_EOF_SEEN, "upstream-eof", false, "the other one's EOF shuts nothing" },
+	{ CH_EOF_SEEN, CH_OPEN, CD_UP, CD_UP, CHE_EOF, false,
+	  CH_EOF_SEEN, CH_OPEN, "client-eof", false, "one EOF per direction" },
+	{ CH_SHUT_SENT, CH_OPEN, CD_UP, CD_UP, CHE_SHUT, false,
+	  CH_SHUT_SENT, CH_OPEN, "client-eof", false, "one shut per direction" },
+	{ CH_SHUT_SENT, CH_SHUT_SENT, CD_UP, CD_UP, CHE_EOF, false,
+	  CH_SHUT_SENT, CH_SHUT_SENT, "client-eof", true, "nothing after both are done" },
+	{ CH_SHUT_SENT, CH_SHUT_SENT, CD_UP, CD_DOWN, CHE_SHUT, false,
+	  CH_SHUT_SENT, CH_SHUT_SENT, "client-eof", true, "nothing after both are done" },
+	{ CH_SHUT_SENT, CH_SHUT_SENT, CD_DOWN, CD_DOWN, CHE_EOF, false,
+	  CH_SHUT_SENT, CH_SHUT_SENT, "upstream-eof", true, "nothing after both are done" },
+	{ CH_OPEN, CH_OPEN, CD_NONE, CD_NONE, CHE_EOF, false,
+	  CH_OPEN, CH_OPEN, NULL, false, "no direction" },
+	{ CH_OPEN, CH_OPEN, CD_NONE, (enum conn_dir)7, CHE_EOF, false,
+	  CH_OPEN, CH_OPEN, NULL, false, "out of range direction" },
+	{ CH_OPEN, CH_OPEN, CD_NONE, CD_UP, CHE_COUNT, false,
+	  CH_OPEN, CH_OPEN, NULL, false, "out of range event" },
+	{ CH_OPEN, CH_OPEN, CD_NONE, CD_DOWN, (enum conn_half_event)-1, false,
+	  CH_OPEN, CH_OPEN, NULL, false, "out of range event" },
+};
+
+START_TEST(test_half_close)
+{
+	const struct half_row *t = &half_rows[_i];
+	struct conn_halves hs = { .up = t->up, .down = t->down, .first = t->first };
+	const char *cause;
+
+	ck_assert_msg(conn_halves_step(&hs, t->d, t->ev) == t->ok, "%s on %s: %s (%s)",
+	    conn_dir_name(t->d), conn_half_event_name(t->ev), t->ok ? "refused" : "allowed",
+	    t->why);
+	ck_assert_msg(hs.up == t->up_to && hs.down == t->down_to, "up %s down %s (%s)",
+	    conn_half_name(hs.up), conn_half_name(hs.down), t->why);
+	cause = conn_halves_first_eof(&hs);
+	if (t->cause == NULL)
+		ck_assert_ptr_null(cause);
+	else
+		ck_assert_str_eq(cause, t->cause);
+	ck_assert_msg(conn_halves_done(&hs) == t->done, "done (%s)", t->why);
+	ck_assert(conn_halves_eof(&hs, CD_UP) == (hs.up != CH_OPEN));
+	ck_assert(conn_halves_eof(&hs, CD_DOWN) == (hs.down != CH_OPEN));
+	/* The table alone says the same of the direction stepped. */
+	if (t->d == CD_UP || t->d == CD_DOWN) {
+		enum conn_half from = t->d == CD_UP ? t->up : t->down;
+		enum conn_half next = conn_half_next(from, t->ev);
+
+		ck_assert_int_eq(next, t->ok ? (t->d == CD_UP ? t->up_to : t->down_to) :
+		    CH_REFUSED);
+	}
+}
+END_TEST
+
 static Suite *
 connstate_suite(void)
 {
@@ -278,6 +366,9 @@ connstate_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("out of range");
 	tcase_add_test(tc, test_bounds);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("half-close per direction: eof, then shut, nothing after both");
+	tcase_add_loop_test(tc, test_half_close, 0, (int)NELEM(half_rows));
 	suite_add_tcase(s, tc);
 	return s;
 }
