@@ -172,8 +172,7 @@ struct conn {
 	uint64_t bytes_up, bytes_down;
 	int64_t start_ms;            /* CLOCK_MONOTONIC */
 	int64_t last_activity;       /* CLOCK_MONOTONIC ms */
-	bool c_eof, u_eof, c_shut, u_shut;
-	const char *first_eof;
+	struct conn_halves halves;   /* the tunnel's half-closes (relay.c) */
 	/* HTTP: the head as it arrives, parsed where the last read stopped. */
 	struct conn_http *http;
 	/* HTTP forwarding: the head to send upstream, then exactly one body, every client

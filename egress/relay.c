@@ -25,17 +25,33 @@
 
 static void conn_propagate_eof(struct conn *c);
 
+/*
+ * Every change of a direction's half-close goes through the table (connstate.c). A step
+ * it refuses is a bug in egressd, not something a peer can cause (each reader reports
+ * EOF once: it is not read again): logged, and egressd aborts, as conn_transition does.
+ */
+static void
+conn_half_step(struct conn *c, enum conn_dir d, enum conn_half_event ev)
+{
+	if (!conn_halves_step(&c->halves, d, ev)) {
+		log_error("event=half-close-refused id=%s dir=%s half=%s on=%s", c->id,
+		    conn_dir_name(d), conn_half_name(conn_halves_get(&c->halves, d)),
+		    conn_half_event_name(ev));
+		abort();
+	}
+}
+
 static void
 conn_maybe_finish(struct conn *c)
 {
-	if (c->c_shut && c->u_shut) {
-		conn_close(c, EGRESS_ALLOWED, c->first_eof);
+	if (conn_halves_done(&c->halves)) {
+		conn_close(c, EGRESS_ALLOWED, conn_halves_first_eof(&c->halves));
 		return;
 	}
 	/* Forwarding: the response is complete when the upstream closes and it is flushed. */
-	if (c->fe == FE_HTTP_FORWARD && c->u_eof &&
+	if (c->fe == FE_HTTP_FORWARD && conn_halves_eof(&c->halves, CD_DOWN) &&
 	    evbuffer_get_length(bufferevent_get_output(c->cbev)) == 0)
-		conn_close(c, EGRESS_ALLOWED, c->first_eof);
+		conn_close(c, EGRESS_ALLOWED, conn_halves_first_eof(&c->halves));
 }
 
 /*
@@ -75,6 +91,26 @@ conn_open_held(const struct conn *c)
 	return c->later != NULL && evtimer_pending(c->later, NULL);
 }
 
+/* Direction d's reader got EOF: the cause of the close if it is the first. */
+static void
+conn_half_eof(struct conn *c, enum conn_dir d)
+{
+	conn_half_step(c, d, CHE_EOF);
+	conn_propagate_eof(c);
+}
+
+/* Shuts dst's write half once direction d saw EOF and everything it read is delivered. */
+static void
+conn_half_shut(struct conn *c, enum conn_dir d, bool may, struct bufferevent *dst)
+{
+	bool shut = false;
+
+	if (!may || conn_halves_get(&c->halves, d) != CH_EOF_SEEN)
+		return;
+	if (egress_splice_shut(true, &shut, dst))
+		conn_half_step(c, d, CHE_SHUT);
+}
+
 /* Half-close: once everything from the closed side is delivered, shut the other way. */
 static void
 conn_propagate_eof(struct conn *c)
@@ -82,8 +118,8 @@ conn_propagate_eof(struct conn *c)
 	if (conn_open_held(c))
 		return;                 /* the open's turn: conn_open_turn_cb comes back here */
 	/* A forwarded request's upload ends with its body (framing), not the client's EOF. */
-	(void)egress_splice_shut(c->c_eof && c->fe != FE_HTTP_FORWARD, &c->u_shut, c->ubev);
-	(void)egress_splice_shut(c->u_eof, &c->c_shut, c->cbev);
+	conn_half_shut(c, CD_UP, c->fe != FE_HTTP_FORWARD, c->ubev);
+	conn_half_shut(c, CD_DOWN, true, c->cbev);
 	conn_maybe_finish(c);
 }
 
@@ -220,7 +256,7 @@ conn_relay_write(struct bufferevent *dst, void *arg)
 	struct conn *c = arg;
 	bool to_up = dst == c->ubev;
 	struct bufferevent *src = to_up ? c->cbev : c->ubev;
-	bool src_eof = to_up ? c->c_eof : c->u_eof;
+	bool src_eof = conn_halves_eof(&c->halves, to_up ? CD_UP : CD_DOWN);
 
 	egress_splice_resume(dst);
 	if (!src_eof && !(to_up && conn_forward_done(c))) {
@@ -259,13 +295,7 @@ conn_fast_read(evutil_socket_t fd, short what, void *arg)
 	case EGRESS_SPLICE_AGAIN:
 		break;
 	case EGRESS_SPLICE_EOF:
-		if (up)
-			c->c_eof = true;
-		else
-			c->u_eof = true;
-		if (c->first_eof == NULL)
-			c->first_eof = up ? "client-eof" : "upstream-eof";
-		conn_propagate_eof(c);
+		conn_half_eof(c, up ? CD_UP : CD_DOWN);
 		break;
 	case EGRESS_SPLICE_READ_ERROR:
 		conn_close(c, EGRESS_ALLOWED, errno == ECONNRESET ?
@@ -295,11 +325,11 @@ conn_fast_start(struct conn *c)
 	if (!conn_relay_move(c, c->cbev) || !conn_relay_move(c, c->ubev))
 		return;
 	conn_transition(c, CE_FAST);
-	if (!c->c_eof && evbuffer_get_length(bufferevent_get_output(c->ubev)) <
-	    EGRESSD_RELAY_BUF)
+	if (!conn_halves_eof(&c->halves, CD_UP) &&
+	    evbuffer_get_length(bufferevent_get_output(c->ubev)) < EGRESSD_RELAY_BUF)
 		event_add(c->fast[0], NULL);
-	if (!c->u_eof && evbuffer_get_length(bufferevent_get_output(c->cbev)) <
-	    EGRESSD_RELAY_BUF)
+	if (!conn_halves_eof(&c->halves, CD_DOWN) &&
+	    evbuffer_get_length(bufferevent_get_output(c->cbev)) < EGRESSD_RELAY_BUF)
 		event_add(c->fast[1], NULL);
 }
 
@@ -323,13 +353,7 @@ conn_relay_event(struct bufferevent *bev, short what, void *arg)
 		/* Deliver what is left in the input first. */
 		if (!conn_relay_move(c, bev))
 			return;
-		if (client)
-			c->c_eof = true;
-		else
-			c->u_eof = true;
-		if (c->first_eof == NULL)
-			c->first_eof = client ? "client-eof" : "upstream-eof";
-		conn_propagate_eof(c);
+		conn_half_eof(c, client ? CD_UP : CD_DOWN);
 		return;
 	}
 	if (what & BEV_EVENT_ERROR) {
