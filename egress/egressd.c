@@ -382,8 +382,8 @@ main(int argc, char **argv)
 		    sizeof(err));
 
 		if (p == NULL) {
-			fprintf(stderr, "%s:%u: principal %s: %s\n", file,
-			    conf_current->principals[i].line, conf_current->principals[i].name, err);
+			log_startupx_at(file, conf_current->principals[i].line, 0, "principal %s: %s",
+			    conf_current->principals[i].name, err);
 			return 2;
 		}
 		policy_free(p);
