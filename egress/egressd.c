@@ -204,6 +204,18 @@ hup_cb(evutil_socket_t sig, short what, void *arg)
  * its user and serves until SIGTERM. Each loop turn ends with the turn's receipts
  * acknowledged by the monitor (engine_flush), before any callback of the next turn.
  */
+/* SIGTERM, SIGINT, SIGHUP and SIGUSR1 blocked (the set in *set) until handlers exist. */
+static void
+egressd_block_startup(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGHUP);
+	sigaddset(set, SIGUSR1);
+	sigprocmask(SIG_BLOCK, set, NULL);
+}
+
 static int
 engine_run(const char *file, bool debug, bool seccomp_log)
 {
@@ -211,12 +223,7 @@ engine_run(const char *file, bool debug, bool seccomp_log)
 	char err[512];
 	int ctl, lease, rc;
 
-	sigemptyset(&startup);
-	sigaddset(&startup, SIGTERM);
-	sigaddset(&startup, SIGINT);
-	sigaddset(&startup, SIGHUP);
-	sigaddset(&startup, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &startup, NULL);
+	egressd_block_startup(&startup);
 	/* Exec'd before the drop: the monitor's uid and gid, a principal's default owner. */
 	egressd_uid = geteuid();
 	egressd_gid = getegid();
@@ -335,12 +342,7 @@ main(int argc, char **argv)
 	 * of killing egressd halfway through start-up with its sockets created; they are
 	 * handled as soon as the loop can (the monitor's, or the engine's).
 	 */
-	sigemptyset(&startup);
-	sigaddset(&startup, SIGTERM);
-	sigaddset(&startup, SIGINT);
-	sigaddset(&startup, SIGHUP);
-	sigaddset(&startup, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &startup, NULL);
+	egressd_block_startup(&startup);
 	while ((ch = getopt(argc, argv, "c:dESt")) != -1) {
 		switch (ch) {
 		case 'c':
