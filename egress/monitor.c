@@ -706,8 +706,17 @@ mon_chan_cb(evutil_socket_t fd, short what, void *arg)
 		    (size_t)n == sizeof(struct mw_req)) {
 			struct mw_req *q = xmalloc(sizeof(*q));
 
+			const char *why;
+
 			memcpy(q, mon_buf, sizeof(*q));
-			mon_request(q, in_fd);
+			if (mw_req_check(q, &why) == -1) {
+				log_error("event=monitor-refused op=%u detail=\"%s\"", q->op, why);
+				q->err = EINVAL;
+				if (egress_fdpass_send(mon_chan, q, sizeof(*q), -1, -1) == -1)
+					log_error_errno("event=monitor-answer");
+			} else {
+				mon_request(q, in_fd);
+			}
 			free(q);
 		} else {
 			log_error("event=monitor-refused detail=\"not a message of the channel\"");

@@ -491,3 +491,78 @@ mw_record_receipt(const struct mw_record *rec, struct receipt *r)
 	r->duration_ms = rec->duration_ms;
 	r->count = rec->count;
 }
+
+/* --- requests ------------------------------------------------------------------------ */
+
+static bool
+mw_terminated(const char *s, size_t cap)
+{
+	return memchr(s, '\0', cap) != NULL;
+}
+
+static bool
+mw_digest_ok(const char *d)
+{
+	return strlen(d) == 71 && strncmp(d, "sha256:", 7) == 0 && mw_hex_ok(d + 7, 64);
+}
+
+int
+mw_req_check(const struct mw_req *q, const char **why)
+{
+	const uint32_t known = MW_F_FROM_CONF | MW_F_LEASE | MW_F_OWNER | MW_F_PEER_UID;
+
+	if (!mw_terminated(q->name, sizeof(q->name)) || !mw_terminated(q->digest,
+	    sizeof(q->digest)) || !mw_terminated(q->path, sizeof(q->path)) ||
+	    !mw_terminated(q->policy, sizeof(q->policy)) || !mw_terminated(q->text,
+	    sizeof(q->text))) {
+		*why = "a string member without its end";
+		return -1;
+	}
+	if (q->err != 0) {
+		*why = "a request with an error set";
+		return -1;
+	}
+	if ((q->flags & ~known) != 0) {
+		*why = "unknown flags";
+		return -1;
+	}
+	switch (q->op) {
+	case MW_LISTEN:
+		if (q->name[0] == '\0' || !mw_name_ok(q->name, strlen(q->name)) ||
+		    q->path[0] != '/' || q->policy[0] != '/' || !mw_digest_ok(q->digest)) {
+			*why = "LISTEN needs a principal name, absolute socket and policy paths, a digest";
+			return -1;
+		}
+		break;
+	case MW_UNLINK:
+		if (q->name[0] == '\0' || !mw_name_ok(q->name, strlen(q->name))) {
+			*why = "UNLINK needs a principal name";
+			return -1;
+		}
+		break;
+	case MW_OPEN:
+		if (q->kind < MW_OPEN_CONF || q->kind > MW_OPEN_PEER || q->path[0] != '/') {
+			*why = "OPEN needs a known kind and an absolute path";
+			return -1;
+		}
+		break;
+	case MW_ADOPT:
+		if (q->kind > 3) {
+			*why = "ADOPT of an unknown kind";
+			return -1;
+		}
+		break;
+	case MW_READY:
+		break;
+	case MW_MACCHECK:
+		if (q->path[0] != '/' || !mw_digest_ok(q->digest)) {
+			*why = "MACCHECK needs an absolute path and a digest";
+			return -1;
+		}
+		break;
+	default:
+		*why = "unknown op";
+		return -1;
+	}
+	return 0;
+}

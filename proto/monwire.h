@@ -90,6 +90,14 @@ struct mw_req {
 	char text[RCPT_HEX_LEN + 16]; /* MACCHECK: "hmac-sha256:<hex>" */
 };
 
+/*
+ * The monitor's check of a request from the engine (the same bytes it would act on):
+ * every string member ends inside its field, err is 0, the op and kind are known, the
+ * flags are known ones, a name is a principal name, a path absolute, a digest
+ * sha256:<64 hex>. 0, or -1 with *why (the monitor then answers EINVAL and logs why).
+ */
+int mw_req_check(const struct mw_req *q, const char **why);
+
 /* --- batches ---------------------------------------------------------------------- */
 
 /* One record as the monitor reads it: every string NUL-terminated, "" when absent. */

@@ -2,7 +2,8 @@
  * fuzz_monwire.c: libFuzzer target for the receipt batches egressd's monitor reads from
  * its engine (proto/monwire.c), the monitor's only parser of bytes the engine chooses.
  * Beyond not crashing: every record accepted is one the engine's encoder writes again
- * and reads back identically, its strings NUL-terminated within their bounds.
+ * and reads back identically, its strings NUL-terminated within their bounds; the input
+ * as a request: an accepted one has its strings ended inside their fields and no error.
  */
 #include "config.h"
 
@@ -23,6 +24,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *why;
 	int rc;
 
+	{
+		/* The input as a request (the monitor checks one before acting on it). */
+		struct mw_req q;
+
+		memset(&q, 0, sizeof(q));
+		memcpy(&q, data, size < sizeof(q) ? size : sizeof(q));
+		if (mw_req_check(&q, &why) == 0 && (memchr(q.path, 0, sizeof(q.path)) == NULL ||
+		    memchr(q.name, 0, sizeof(q.name)) == NULL || q.err != 0))
+			abort();
+	}
 	if (mw_batch_open(&rd, data, size, &why) == -1)
 		return 0;
 	while ((rc = mw_batch_next(&rd, &rec, &why)) == 1) {

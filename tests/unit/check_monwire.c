@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -312,6 +313,82 @@ START_TEST(test_noack)
 }
 END_TEST
 
+/* Requests: a valid one of each op passes; each mutation is refused with its reason. */
+static void
+req_valid(struct mw_req *q, enum mw_op op)
+{
+	memset(q, 0, sizeof(*q));
+	q->h.magic = MW_MAGIC;
+	q->h.type = MW_REQ;
+	q->op = op;
+	snprintf(q->name, sizeof(q->name), "build-42");
+	snprintf(q->path, sizeof(q->path), "/run/egress/build-42.sock");
+	snprintf(q->policy, sizeof(q->policy), "/etc/egress/build.sealed");
+	snprintf(q->digest, sizeof(q->digest), "%s", DIGEST);
+	q->kind = op == MW_OPEN ? MW_OPEN_CONF_FILE : 0;
+}
+
+enum req_mut { M_NONE, M_NAME_SLASH, M_NAME_EMPTY, M_PATH_REL, M_POLICY_REL, M_DIGEST, M_ERR,
+	M_FLAGS, M_KIND, M_OP, M_UNTERMINATED };
+
+static const struct req_case {
+	enum mw_op op;
+	enum req_mut mut;
+	const char *why;        /* NULL: accepted */
+} req_cases[] = {
+	{ MW_LISTEN, M_NONE, NULL },
+	{ MW_UNLINK, M_NONE, NULL },
+	{ MW_OPEN, M_NONE, NULL },
+	{ MW_ADOPT, M_NONE, NULL },
+	{ MW_READY, M_NONE, NULL },
+	{ MW_MACCHECK, M_NONE, NULL },
+	{ MW_LISTEN, M_NAME_SLASH, "LISTEN needs a principal name, absolute socket and policy paths, a digest" },
+	{ MW_LISTEN, M_NAME_EMPTY, "LISTEN needs a principal name, absolute socket and policy paths, a digest" },
+	{ MW_LISTEN, M_PATH_REL, "LISTEN needs a principal name, absolute socket and policy paths, a digest" },
+	{ MW_LISTEN, M_POLICY_REL, "LISTEN needs a principal name, absolute socket and policy paths, a digest" },
+	{ MW_LISTEN, M_DIGEST, "LISTEN needs a principal name, absolute socket and policy paths, a digest" },
+	{ MW_UNLINK, M_NAME_SLASH, "UNLINK needs a principal name" },
+	{ MW_OPEN, M_PATH_REL, "OPEN needs a known kind and an absolute path" },
+	{ MW_OPEN, M_KIND, "OPEN needs a known kind and an absolute path" },
+	{ MW_ADOPT, M_KIND, "ADOPT of an unknown kind" },
+	{ MW_MACCHECK, M_DIGEST, "MACCHECK needs an absolute path and a digest" },
+	{ MW_MACCHECK, M_PATH_REL, "MACCHECK needs an absolute path and a digest" },
+	{ MW_READY, M_ERR, "a request with an error set" },
+	{ MW_READY, M_FLAGS, "unknown flags" },
+	{ MW_READY, M_OP, "unknown op" },
+	{ MW_READY, M_UNTERMINATED, "a string member without its end" },
+};
+
+START_TEST(test_request)
+{
+	const struct req_case *t = &req_cases[_i];
+	struct mw_req q;
+	const char *why = NULL;
+	int rc;
+
+	req_valid(&q, t->op);
+	switch (t->mut) {
+	case M_NONE: break;
+	case M_NAME_SLASH: snprintf(q.name, sizeof(q.name), "a/b"); break;
+	case M_NAME_EMPTY: q.name[0] = '\0'; break;
+	case M_PATH_REL: snprintf(q.path, sizeof(q.path), "../etc/shadow"); break;
+	case M_POLICY_REL: snprintf(q.policy, sizeof(q.policy), "build.sealed"); break;
+	case M_DIGEST: q.digest[10] = 'X'; break;
+	case M_ERR: q.err = 5; break;
+	case M_FLAGS: q.flags = 0x100; break;
+	case M_KIND: q.kind = 9; break;
+	case M_OP: q.op = 77; break;
+	case M_UNTERMINATED: memset(q.text, 'a', sizeof(q.text)); break;
+	}
+	rc = mw_req_check(&q, &why);
+	if (t->why == NULL)
+		ck_assert_msg(rc == 0, "case %d refused: %s", _i, why ? why : "");
+	else
+		ck_assert_msg(rc == -1 && why != NULL && strcmp(why, t->why) == 0,
+		    "case %d: '%s', not '%s'", _i, why ? why : "(accepted)", t->why);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -324,6 +401,7 @@ main(void)
 	tcase_add_test(tc, test_full_batch);
 	tcase_add_test(tc, test_framing);
 	tcase_add_test(tc, test_noack);
+	tcase_add_loop_test(tc, test_request, 0, (int)NELEM(req_cases));
 	tcase_add_loop_test(tc, test_refusal, 0, (int)NELEM(refusals));
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
