@@ -258,13 +258,13 @@ engine_run(const char *file, bool debug, bool seccomp_log)
 	}
 	if (dns_init(egressd_base, conf_current) == -1)
 		return 1;
-	ctl = engine_adopt_socket(ENGINE_ADOPT_CONTROL);
-	lease = engine_adopt_socket(ENGINE_ADOPT_LEASE);
+	ctl = engine_adopt_socket(MW_ADOPT_CONTROL);
+	lease = engine_adopt_socket(MW_ADOPT_LEASE);
 	if (ctl == -1 || ctl_init(egressd_base, ctl, lease) == -1)
 		return 1;
 	if (conf_current->metrics_listen != NULL &&
 	    metrics_listen(egressd_base, conf_current->metrics_listen,
-	    engine_adopt_socket(ENGINE_ADOPT_METRICS)) == -1)
+	    engine_adopt_socket(MW_ADOPT_METRICS)) == -1)
 		return 1;
 	engine_adopt_principals();
 	for (size_t i = 0; i < conf_current->nprincipals; i++) {

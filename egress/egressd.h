@@ -431,10 +431,7 @@ void engine_adopt_principals(void);
 int engine_drop(const struct conf *conf);
 int engine_confine(bool seccomp_log);
 void engine_ready(void);
-/* MW_ADOPT kinds besides principals (0). */
-#define ENGINE_ADOPT_CONTROL 1
-#define ENGINE_ADOPT_LEASE 2
-#define ENGINE_ADOPT_METRICS 3
+
 
 /* --- monitor.c ------------------------------------------------------------------------ */
 

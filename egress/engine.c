@@ -344,7 +344,7 @@ engine_adopt_principals(void)
 		char err[512];
 		int fd = -1;
 
-		q->kind = 0;
+		q->kind = MW_ADOPT_PRINCIPAL;
 		q->h.seq = i;
 		if (engine_call(q, -1, &fd) == -1 || (q->flags & MW_F_LAST)) {
 			free(q);

@@ -281,8 +281,6 @@ mon_listen(struct mw_req *q, int *fdp)
 	const char *sock;
 	int fd;
 
-	q->name[sizeof(q->name) - 1] = q->path[sizeof(q->path) - 1] = '\0';
-	q->policy[sizeof(q->policy) - 1] = q->digest[sizeof(q->digest) - 1] = '\0';
 	if (!conf_valid_name(q->name) || (sock = mon_socket_name(q->path)) == NULL)
 		return EINVAL;
 	if (mon_principal_find(q->name) != NULL)
@@ -316,7 +314,6 @@ mon_unlink(struct mw_req *q)
 {
 	struct mon_principal *p;
 
-	q->name[sizeof(q->name) - 1] = '\0';
 	if ((p = mon_principal_find(q->name)) == NULL)
 		return ENOENT;
 	if (p->dev != q->dev || p->ino != q->ino)
@@ -333,16 +330,16 @@ mon_adopt(struct mw_req *q, int *fdp)
 	uint64_t i = 0;
 
 	switch (q->kind) {
-	case ENGINE_ADOPT_CONTROL:
+	case MW_ADOPT_CONTROL:
 		*fdp = mon_ctl;
 		return 0;
-	case ENGINE_ADOPT_LEASE:
+	case MW_ADOPT_LEASE:
 		*fdp = mon_lease;
 		return mon_lease == -1 ? ENOENT : 0;
-	case ENGINE_ADOPT_METRICS:
+	case MW_ADOPT_METRICS:
 		*fdp = mon_metrics;
 		return mon_metrics == -1 ? ENOENT : 0;
-	case 0:
+	case MW_ADOPT_PRINCIPAL:
 		break;
 	default:
 		return EINVAL;
@@ -425,9 +422,6 @@ mon_file(struct mw_req *q, int in_fd, int *fdp)
 	struct stat st;
 	int e, fd;
 
-	q->path[sizeof(q->path) - 1] = '\0';
-	if (q->path[0] != '/')
-		return EINVAL;
 	switch (q->kind) {
 	case MW_OPEN_CONF:
 		if (strcmp(q->path, mon_conf_path) != 0)
@@ -470,7 +464,6 @@ mon_maccheck(struct mw_req *q, int fd)
 	char digest[EGRESS_DIGEST_STRLEN];
 	int e = 0;
 
-	q->path[sizeof(q->path) - 1] = q->digest[sizeof(q->digest) - 1] = '\0';
 	if (egressd_policy_key == NULL || fd == -1 || fstat(fd, &st) == -1 ||
 	    !S_ISREG(st.st_mode) || st.st_size > (off_t)EGRESS_POLICY_MAX_BYTES)
 		return EINVAL;
@@ -666,7 +659,7 @@ mon_chan_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	(void)arg;
 	/* One message per wakeup: the next wakes the loop again (no read that finds none). */
-	for (int i = 0; i < 1; i++) {
+	{
 		int in_fd = -1, nfds, truncated;
 		ssize_t n = egress_fdpass_recv(fd, mon_buf, sizeof(mon_buf), &in_fd, &nfds,
 		    &truncated, MSG_DONTWAIT);
@@ -683,7 +676,7 @@ mon_chan_cb(evutil_socket_t fd, short what, void *arg)
 			if (in_fd != -1)
 				close(in_fd);
 			kill(mon_engine, SIGKILL);
-			continue;
+			return;
 		}
 		memcpy(&h, mon_buf, sizeof(h));
 		if (h.magic != MW_MAGIC && (size_t)n < sizeof(mon_seccomp) &&
@@ -705,7 +698,6 @@ mon_chan_cb(evutil_socket_t fd, short what, void *arg)
 		} else if (h.magic == MW_MAGIC && h.type == MW_REQ &&
 		    (size_t)n == sizeof(struct mw_req)) {
 			struct mw_req *q = xmalloc(sizeof(*q));
-
 			const char *why;
 
 			memcpy(q, mon_buf, sizeof(*q));

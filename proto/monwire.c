@@ -547,7 +547,7 @@ mw_req_check(const struct mw_req *q, const char **why)
 		}
 		break;
 	case MW_ADOPT:
-		if (q->kind > 3) {
+		if (q->kind > MW_ADOPT_METRICS) {
 			*why = "ADOPT of an unknown kind";
 			return -1;
 		}

@@ -70,6 +70,9 @@ enum mw_open_kind {
 	                        the fd sent is the client's connection (SO_PEERCRED) */
 };
 
+/* MW_ADOPT kinds: a principal (number h.seq), or one of the monitor's other listeners. */
+enum mw_adopt_kind { MW_ADOPT_PRINCIPAL, MW_ADOPT_CONTROL, MW_ADOPT_LEASE, MW_ADOPT_METRICS };
+
 #define MW_F_FROM_CONF 0x1u   /* a principal line of egressd.conf */
 #define MW_F_LEASE     0x2u   /* lives as long as a control connection of the engine */
 #define MW_F_OWNER     0x4u
