@@ -3,7 +3,8 @@
 # egressd is two processes: the monitor (root here, the keys, the receipts file) and its
 # child egressd-engine (nobody, no capabilities), which serves. SIGKILL of the engine under
 # 200 live tunnels: every open gets its daemon-restart close, the chain verifies, a new
-# engine serves a new tunnel within 1 s, the principal socket keeps its device and inode.
+# engine serves a new tunnel within 1 s, the principal sockets (of egressd.conf and of
+# egressctl principal add) keep their device and inode, a lease goes with its connection.
 # Neither the receipt key nor the signing key is anywhere in the engine's memory (read
 # from /proc/PID/mem; the same scan finds both in the monitor's). With the test verbs of
 # --enable-debug: the engine cannot open a key file, forged or
@@ -25,7 +26,9 @@ openssl genpkey -algorithm ed25519 -out sign.pem 2>/dev/null
 chmod 600 sign.pem
 # the signing key's 32 private bytes: the end of its DER form
 openssl pkey -in sign.pem -outform DER 2>/dev/null | tail -c 32 > sign.raw
-conf_begin "signing-key $WORK/sign.pem"
+mkdir -p policies
+"$top_builddir/egress-policy" seal open.policy > policies/open.sealed
+conf_begin "signing-key $WORK/sign.pem" "policy-dir $WORK/policies"
 principal k open.policy
 egressd_start
 S=$RUN/k.sock
@@ -92,6 +95,16 @@ expect_match "... while the scan finds it in the monitor's ($m times)" "^[1-9][0
 
 # --- SIGKILL of the engine under 200 tunnels -------------------------------------------
 before=$(stat -c %d:%i "$S")
+# a principal added by the control socket (it outlives the engine) and a lease (it lives
+# as long as its connection, which dies with the engine)
+"$EGRESSCTL" -s "$CTL" principal add dyn --policy "$WORK/open.policy" >/dev/null
+dyn_before=$(stat -c %d:%i "$RUN/dyn.sock")
+spawn lease "$E2E_PY" "$HELPER" raw "$CTL" --text --timeout 30 \
+    --data '{"verb":"lease","policy":"open.sealed"}\n'
+i=0
+while [ -z "$(ls "$RUN" | grep '^lease-0-')" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+ls_sock=$(ls "$RUN" | grep '^lease-0-' | head -n 1)
+expect_match "a lease is held" "^lease-0-" "$ls_sock"
 touch many.hold
 spawn many "$E2E_PY" "$HELPER" hold-many "$S" 200 --tunnel "k.e2e.test:$ECHO" \
     --hold-file "$WORK/many.hold" --ready-file "$WORK/many.ready"
@@ -122,6 +135,11 @@ expect_match "a new engine" "^[0-9]+$" "$ENGINE_PID"
 [ "$ENGINE_PID" != "$old" ] && r=new || r=same
 expect_eq "... not the old one" new "$r"
 expect_eq "the principal socket keeps its device and inode" "$before" "$(stat -c %d:%i "$S")"
+expect_eq "the control socket's principal too" "$dyn_before" "$(stat -c %d:%i "$RUN/dyn.sock")"
+expect_eq "... and the new engine serves it" "00
+echo-ok" "$(py tunnel socks5 "$RUN/dyn.sock" k.e2e.test "$ECHO" --mode echo)"
+expect_eq "the lease went with the engine: its socket is gone" 1 \
+    "$(wait_gone "$RUN/$ls_sock" && echo 1)"
 expect_eq "every open of the dead engine closed with daemon-restart" 200 \
     "$(rcpt --where event=close --where close=daemon-restart --count --wait 5 --min 200)"
 rm -f many.hold
