@@ -48,16 +48,19 @@ SOCK=$RUN/relay.sock
 socks() { sh_py socks "$@"; }
 filters() { sed -n 's/^Seccomp_filters:[[:space:]]*//p' "/proc/$1/status"; }
 # relay_up NAME ARGS...: the relay on a free port; sets RPORT, RPID (environment from the
-# caller's ENV_PREFIX, a list of NAME=VALUE for env(1)).
+# caller's ENV_PREFIX, a list of NAME=VALUE for env(1)). It returns once the relay wrote
+# "ready" on --ready-fd, which it does after loading its filter (listen() comes before the
+# filter, so a listening port alone does not say the filter is in place).
 relay_up() {
 	_n=$1
 	shift
 	RPORT=$(freeport)
 	# shellcheck disable=SC2086
-	spawn "$_n" env ${ENV_PREFIX:-} "$RELAY" --listen "127.0.0.1:$RPORT" --egress "$SOCK" "$@"
+	spawn "$_n" env ${ENV_PREFIX:-} "$RELAY" --listen "127.0.0.1:$RPORT" --egress "$SOCK" \
+	    --ready-fd 3 "$@" 3>"$WORK/$_n.ready"
 	RPID=$SPAWNED
-	if ! wait_listen "$RPORT"; then
-		echo "Bail out! egress-relay did not listen: $(cat "$WORK/$_n.err")"
+	if ! wait_until grep -q '^ready$' "$WORK/$_n.ready"; then
+		echo "Bail out! egress-relay did not say ready: $(cat "$WORK/$_n.err")"
 		exit 99
 	fi
 }
@@ -93,7 +96,6 @@ expect_eq "forbidden call: one report, the first refusal is the last" 1 \
 expect_eq "forbidden call: nothing listens after it" 0 "$(listening "$P")"
 
 ENV_PREFIX=EGRESS_RELAY_TEST_FORBIDDEN=1 relay_up logged --seccomp-log
-wait_until grep -q action= "$WORK/logged.err"     # the filter comes after listen()
 expect_match "--seccomp-log: the same call is reported as refused with ENOSYS" \
     "^egress-relay: seccomp syscall=getpgid nr=[0-9]+ action=enosys$" "$(cat "$WORK/logged.err")"
 expect_eq "--seccomp-log: and the relay goes on serving" "00 echo-ok" \
