@@ -49,6 +49,42 @@ egress_splice_read(int fd, struct event *rd, struct bufferevent *dst, uint8_t *s
 	return EGRESS_SPLICE_MOVED;
 }
 
+size_t
+egress_splice_push(struct evbuffer *in, struct bufferevent *dst, size_t n, bool now)
+{
+	struct evbuffer *out = bufferevent_get_output(dst);
+	size_t sent = 0;
+	int w, moved;
+
+	if (n == 0)
+		return 0;
+	if (now && evbuffer_get_length(out) == 0) {
+		w = evbuffer_write_atmost(in, bufferevent_getfd(dst), (ev_ssize_t)n);
+		if (w > 0)
+			sent = (size_t)w;
+	}
+	if (sent == n)
+		return sent;
+	moved = evbuffer_remove_buffer(in, out, n - sent);
+	return sent + (moved > 0 ? (size_t)moved : 0);
+}
+
+size_t
+egress_splice_send(const void *p, size_t len, struct bufferevent *dst, bool now)
+{
+	ssize_t w = 0;
+
+	if (now && len > 0 && evbuffer_get_length(bufferevent_get_output(dst)) == 0) {
+		w = send(bufferevent_getfd(dst), p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w < 0)
+			w = 0;
+	}
+	if ((size_t)w < len && evbuffer_add(bufferevent_get_output(dst),
+	    (const uint8_t *)p + w, len - (size_t)w) == -1)
+		return (size_t)w;
+	return len;
+}
+
 void
 egress_splice_pause(struct event *rd, struct bufferevent *dst, size_t bound)
 {

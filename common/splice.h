@@ -34,6 +34,17 @@ enum egress_splice_res {
  */
 enum egress_splice_res egress_splice_read(int fd, struct event *rd, struct bufferevent *dst,
     uint8_t *scratch, size_t bound, size_t *n);
+/*
+ * Up to n bytes of in, or len bytes at p, for dst: when `now` and nothing is queued in dst's
+ * output, straight to dst's socket (one writev or send; a bufferevent's own write costs an
+ * epoll_ctl to watch for writability, a poll and an epoll_ctl to stop watching), what the
+ * socket does not take queued in dst's output, where a write error also waits for dst's
+ * bufferevent to meet it again and report it. Returns the bytes handed on (written or
+ * queued). The caller says when bytes may leave now (egressd: no receipt of the turn
+ * waiting for the monitor).
+ */
+size_t egress_splice_push(struct evbuffer *in, struct bufferevent *dst, size_t n, bool now);
+size_t egress_splice_send(const void *p, size_t len, struct bufferevent *dst, bool now);
 /* Pauses rd until dst's output is down to half the bound (dst's write callback). */
 void egress_splice_pause(struct event *rd, struct bufferevent *dst, size_t bound);
 /* dst's write callback: the queue drained; the caller adds the reader again. */

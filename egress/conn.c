@@ -325,9 +325,10 @@ conn_deny(struct conn *c, enum egress_reason reason, const char *why, const uint
  * before the first upstream byte reaches the client (server-first protocols), whichever
  * comes first (GUARD -open-> GUARD_OPEN). The state records it: there is no flag.
  *
- * No byte moves between client and upstream in the libevent callback that wrote the open
- * receipt, nor in the rest of that loop turn: a receipt acknowledged at the end of the turn
- * (the receipt monitor) is then acknowledged before the tunnel's first byte or half-close.
+ * No byte moves between client and upstream, and no side is shut, before the monitor has
+ * acknowledged the open receipt. Without the guard nothing moves in the loop turn of the
+ * open, whose receipts are acknowledged at the turn's end; with it, the open's callback
+ * waits for the acknowledgement itself (below).
  * A peer's socket is written by its bufferevent's write event or by conn_fast_read, both
  * fd events, or shut by conn_propagate_eof; what the open's callback does, per caller:
  *   conn_start_relay (CONNECT -open-> RELAY, the connect's write event, no guard): the
@@ -343,9 +344,12 @@ conn_deny(struct conn *c, enum egress_reason reason, const char *why, const uint
  *     Here the client's write event may already be active in this turn (its output held
  *     the success answer) and would carry the server's first bytes out in the open's
  *     turn, and the guard's end on the client's EOF would shut the upstream's write side
- *     in the open's own callback (both seen with strace). So conn_open_hold (relay.c)
- *     stops both bufferevents' writes and every half-close until a timer of 0 s, which
- *     runs after the next poll.
+ *     in the open's own callback (both seen with strace). So a guarded open is not left
+ *     to the end of the turn: engine_sync sends the turn's receipts and waits for their
+ *     acknowledgement right here, before the callback goes on (one round trip to the
+ *     monitor, which the end of this turn would have waited for anyway). An earlier way,
+ *     holding both bufferevents' writes and every half-close until a 0-s timer after the
+ *     next poll, cost 4 epoll_ctl and a poll per setup.
  * The fast relay's send() runs in conn_fast_read only, an fd event of CS_FAST, entered
  * from RELAY only, so after the open and never in its turn. After a deny receipt
  * (conn_deny_receipt) the answer is only queued (conn_answer_and_close: bufferevent_write,
@@ -371,7 +375,7 @@ conn_write_open(struct conn *c)
 	c->p->total_allowed++;
 	conn_log(c, "open", EGRESS_ALLOWED, NULL);
 	if (c->state == CS_GUARD)
-		conn_open_hold(c);      /* the tunnel's queues may hold bytes: not this turn */
+		engine_sync();          /* bytes may move in this turn: the receipt is in first */
 	conn_transition(c, CE_OPEN);
 	return true;
 }
@@ -505,7 +509,10 @@ conn_accept(struct principal *p, int fd)
 		return;
 	}
 	conn_install(c);                /* CS_SNIFF */
-	bufferevent_enable(c->cbev, EV_READ | EV_WRITE);
+	/* Reading only: writing is enabled from the start (libevent's default), and enabling
+	 * it again would register the write event with nothing queued: a poll that wakes for
+	 * nothing and an epoll_ctl to take it back. bufferevent_write registers it. */
+	bufferevent_enable(c->cbev, EV_READ);
 	conn_set_timer(c, (unsigned)conn_settings(c)->timeout_handshake);
 }
 
@@ -520,8 +527,6 @@ conn_free(struct conn *c)
 	TAILQ_REMOVE(&c->p->conns, c, entry);
 	nconns--;
 	event_free(c->timer);
-	if (c->later != NULL)
-		event_free(c->later);
 	for (int i = 0; i < 2; i++)
 		if (c->fast[i] != NULL)
 			event_free(c->fast[i]);

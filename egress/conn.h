@@ -93,7 +93,8 @@ enum conn_dir {
 enum conn_half {
 	CH_OPEN = 0,                 /* bytes flow */
 	CH_EOF_SEEN,                 /* the reader got EOF; what it read is still delivered */
-	CH_SHUT_SENT,                /* shutdown(SHUT_WR) done on the other side: finished */
+	CH_SHUT_SENT,                /* shutdown(SHUT_WR) done on the other side, or, for the
+	                              * last half, left to the close: finished */
 	CH_COUNT,
 	CH_REFUSED = CH_COUNT,       /* the table's "no such transition" */
 };
@@ -154,7 +155,6 @@ struct conn {
 	struct bufferevent *cbev;    /* client (the principal socket) */
 	struct bufferevent *ubev;    /* upstream, once connected */
 	struct event *timer;         /* handshake, connect, idle, drain deadlines */
-	struct event *later;         /* the open's turn is over (conn_open_hold, relay.c) */
 	struct socks5 s5;
 	struct host host;
 	uint16_t port;
@@ -245,11 +245,15 @@ void conn_guard_refuse(struct conn *c, enum egress_reason reason, const char *wh
 
 /* relay.c */
 void conn_start_relay(struct conn *c, int fd);
+/*
+ * egressd's own answer to the client (a method reply, a success answer): straight to its
+ * socket when nothing is queued and no receipt of the turn waits for the monitor.
+ */
+void conn_answer(struct conn *c, const void *p, size_t len);
 void conn_relay_read(struct bufferevent *bev, void *arg);
 void conn_relay_write(struct bufferevent *bev, void *arg);
 void conn_relay_event(struct bufferevent *bev, short what, void *arg);
 void conn_fast_start(struct conn *c);
-void conn_open_hold(struct conn *c);
 void conn_fast_read(evutil_socket_t fd, short what, void *arg);
 void conn_idle_check(struct conn *c);
 

@@ -31,16 +31,27 @@ gid_t egressd_gid;
 static struct cidr synth_retired[EGRESSD_SYNTH_RETIRED];  /* oldest first */
 static size_t nsynth_retired;
 
+/*
+ * A connection's id: 8 random bytes in hex. They are drawn 64 ids at a time: each
+ * RAND_bytes call also asks getpid(2) (OpenSSL's fork check), a system call of every
+ * setup otherwise. Drawn bytes are used once and wiped.
+ */
 void
 egressd_new_id(char out[24])
 {
-	uint8_t r[8];
+	static uint8_t pool[64 * 8];
+	static size_t used = sizeof(pool);
 
-	if (RAND_bytes(r, sizeof(r)) != 1)
-		abort();
+	if (used == sizeof(pool)) {
+		if (RAND_bytes(pool, sizeof(pool)) != 1)
+			abort();
+		used = 0;
+	}
 	out[0] = 'c';
 	out[1] = '-';
-	egress_hex(r, sizeof(r), out + 2);
+	egress_hex(pool + used, 8, out + 2);
+	memset(pool + used, 0, 8);
+	used += 8;
 }
 
 struct policy *

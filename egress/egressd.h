@@ -423,7 +423,15 @@ const char *engine_maccheck(int fd, const char *path, const char *digest, char *
  * of them is an open or a denial (whose connections' next steps wait for that).
  */
 void engine_flush(void);
-/* The same, and every acknowledgement awaited (the engine's end). */
+/*
+ * True while the turn holds an open or a denial not yet acknowledged: no connection's
+ * bytes may leave straight from a callback (they are queued and leave after the poll).
+ */
+bool engine_waiting(void);
+/*
+ * The same, and every acknowledgement awaited: at the engine's end, and for an open whose
+ * connection may move bytes before the turn ends (conn_write_open, a guarded tunnel).
+ */
 void engine_sync(void);
 int engine_start(void);
 int engine_adopt_socket(uint32_t kind);

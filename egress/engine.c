@@ -123,6 +123,12 @@ engine_flush(void)
 		engine_send_batch(eng_must_wait);
 }
 
+bool
+engine_waiting(void)
+{
+	return eng_chan != -1 && eng_must_wait;
+}
+
 void
 engine_sync(void)
 {

@@ -224,7 +224,7 @@ conn_socks5(struct conn *c, struct evbuffer *in)
 		}
 		evbuffer_drain(in, consumed);
 		if (replylen > 0)
-			bufferevent_write(c->cbev, reply, replylen);
+			conn_answer(c, reply, replylen);
 		if (c->s5.stage == SOCKS5_DONE) {
 			if (conn_target(c, &req.host, req.port))
 				conn_decide(c);

@@ -20,6 +20,7 @@
 #include <event2/buffer.h>
 
 #include "conn.h"
+#include "splice.h"
 
 
 /* The guard refuses: a deny receipt if nothing flowed yet, else the tunnel closes. */
@@ -75,10 +76,11 @@ conn_guard_end(struct conn *c)
 static bool
 conn_guard_release(struct conn *c, size_t n)
 {
-	int moved = evbuffer_remove_buffer(bufferevent_get_input(c->cbev),
-	    bufferevent_get_output(c->ubev), n);
+	/* After the open's acknowledgement (conn_write_open): straight to the upstream. */
+	size_t moved = egress_splice_push(bufferevent_get_input(c->cbev), c->ubev, n,
+	    !engine_waiting());
 
-	return moved <= 0 || conn_account(c, true, (size_t)moved);
+	return moved == 0 || conn_account(c, true, moved);
 }
 
 void

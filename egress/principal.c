@@ -68,20 +68,24 @@ principal_accept_cb(evutil_socket_t lfd, short what, void *arg)
 {
 	struct principal *p = arg;
 
-	(void)what;
-	for (int i = 0; i < 64; i++) {       /* bounded: other listeners get their turn */
-		int fd;
+	/*
+	 * One connection per wake-up: the listener's event is level-triggered, so a poll
+	 * reports it again while connections wait, and no accept4 is spent to learn that the
+	 * queue is empty (one call of every sequential setup). The other listeners and the
+	 * tunnels get their turn in between.
+	 */
+	int fd = egress_accept(lfd, &accept_pause);
 
-		if ((fd = egress_accept(lfd, &accept_pause)) == -1) {
-			if (errno == EMFILE || errno == ENFILE)
-				;       /* paused (egress_accept) */
-			else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-			    errno != ECONNABORTED)
-				log_warn("event=accept-error principal=%s", p->name);
-			return;
-		}
+	(void)what;
+	if (fd != -1) {
 		conn_accept(p, fd);
+		return;
 	}
+	if (errno == EMFILE || errno == ENFILE)
+		;       /* paused (egress_accept) */
+	else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+	    errno != ECONNABORTED)
+		log_warn("event=accept-error principal=%s", p->name);
 }
 
 struct principal_spec

@@ -2,9 +2,7 @@
  * relay.c: the tunnel. The success answer, then the bounded two-way copy (EGRESSD_RELAY_BUF
  * per direction, the reader paused beyond it), half-close propagated once a side's bytes
  * are delivered, a forwarded request's body cut by its framing, the fast relay of our own
- * 64 KiB reads, the idle timeout, and the loop turn of an open receipt written inside the
- * tunnel, in which nothing moves (conn_open_hold). Trusts nothing either side sends: it
- * only copies.
+ * 64 KiB reads and the idle timeout. Trusts nothing either side sends: it only copies.
  */
 #include "config.h"
 
@@ -54,43 +52,6 @@ conn_maybe_finish(struct conn *c)
 		conn_close(c, EGRESS_ALLOWED, conn_halves_first_eof(&c->halves));
 }
 
-/*
- * The loop turn that wrote an open receipt inside the tunnel (GUARD -open-> GUARD_OPEN):
- * until the next one, neither bufferevent writes and no side is shut, so that what that
- * turn queued (a server's first bytes, the bytes the guard let go, the client's EOF)
- * leaves only after egressd polled again (conn_write_open says why). A timer of 0 s runs
- * after the next poll, never in this turn (an event_active'd callback would).
- */
-static void
-conn_open_turn_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct conn *c = arg;
-
-	(void)fd;
-	(void)what;
-	bufferevent_enable(c->cbev, EV_WRITE);
-	bufferevent_enable(c->ubev, EV_WRITE);
-	conn_propagate_eof(c);
-}
-
-void
-conn_open_hold(struct conn *c)
-{
-	static const struct timeval next_turn;
-
-	if (c->later == NULL)
-		c->later = evtimer_new(egressd_base, conn_open_turn_cb, c);
-	bufferevent_disable(c->cbev, EV_WRITE);
-	bufferevent_disable(c->ubev, EV_WRITE);
-	evtimer_add(c->later, &next_turn);
-}
-
-static bool
-conn_open_held(const struct conn *c)
-{
-	return c->later != NULL && evtimer_pending(c->later, NULL);
-}
-
 /* Direction d's reader got EOF: the cause of the close if it is the first. */
 static void
 conn_half_eof(struct conn *c, enum conn_dir d)
@@ -107,6 +68,16 @@ conn_half_shut(struct conn *c, enum conn_dir d, bool may, struct bufferevent *ds
 
 	if (!may || conn_halves_get(&c->halves, d) != CH_EOF_SEEN)
 		return;
+	/*
+	 * The last half: the close that follows at once (conn_maybe_finish) ends dst's side
+	 * with its FIN, and nothing is unread on dst, whose own direction read to its end: one
+	 * shutdown(2) fewer a tunnel.
+	 */
+	if (conn_halves_get(&c->halves, d == CD_UP ? CD_DOWN : CD_UP) == CH_SHUT_SENT &&
+	    evbuffer_get_length(bufferevent_get_output(dst)) == 0) {
+		conn_half_step(c, d, CHE_SHUT);
+		return;
+	}
 	if (egress_splice_shut(true, &shut, dst))
 		conn_half_step(c, d, CHE_SHUT);
 }
@@ -115,8 +86,6 @@ conn_half_shut(struct conn *c, enum conn_dir d, bool may, struct bufferevent *ds
 static void
 conn_propagate_eof(struct conn *c)
 {
-	if (conn_open_held(c))
-		return;                 /* the open's turn: conn_open_turn_cb comes back here */
 	/* A forwarded request's upload ends with its body (framing), not the client's EOF. */
 	conn_half_shut(c, CD_UP, c->fe != FE_HTTP_FORWARD, c->ubev);
 	conn_half_shut(c, CD_DOWN, true, c->cbev);
@@ -220,7 +189,7 @@ conn_relay_move(struct conn *c, struct bufferevent *src)
 		if (n == 0)
 			return true;
 	}
-	moved = evbuffer_remove_buffer(in, out, n);
+	moved = (int)egress_splice_push(in, dst, n, !engine_waiting());
 	if (moved <= 0)
 		return true;
 	if (up && conn_forward_done(c))
@@ -383,6 +352,12 @@ conn_idle_check(struct conn *c)
 }
 
 void
+conn_answer(struct conn *c, const void *p, size_t len)
+{
+	(void)egress_splice_send(p, len, c->cbev, !engine_waiting());
+}
+
+void
 conn_start_relay(struct conn *c, int fd)
 {
 	const struct policy_settings *s = conn_settings(c);
@@ -419,26 +394,26 @@ conn_start_relay(struct conn *c, int fd)
 	case FE_HTTP_CONNECT: {
 		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
-		bufferevent_write(c->cbev, ok, sizeof(ok) - 1);
+		conn_answer(c, ok, sizeof(ok) - 1);
 		break;
 	}
 	case FE_SOCKS5: {
 		uint8_t out[10];
 
-		bufferevent_write(c->cbev, out, socks5_reply(0x00, out));
+		conn_answer(c, out, socks5_reply(0x00, out));
 		break;
 	}
 	case FE_SOCKS4: {
 		uint8_t out[8];
 
-		bufferevent_write(c->cbev, out, socks4_reply(90, out));
+		conn_answer(c, out, socks4_reply(90, out));
 		break;
 	}
 	case FE_NATIVE:
 	case FE_TRANSPARENT: {
 		uint8_t out[EGRESS_NATIVE_REPLY];
 
-		bufferevent_write(c->cbev, out, native_reply(EGRESS_ALLOWED, out));
+		conn_answer(c, out, native_reply(EGRESS_ALLOWED, out));
 		break;
 	}
 	case FE_HTTP_FORWARD:
@@ -461,8 +436,10 @@ conn_start_relay(struct conn *c, int fd)
 	bufferevent_set_max_single_read(c->ubev, EGRESSD_RELAY_BUF);
 	bufferevent_set_max_single_write(c->cbev, EGRESSD_RELAY_BUF);
 	bufferevent_set_max_single_write(c->ubev, EGRESSD_RELAY_BUF);
-	bufferevent_enable(c->ubev, EV_READ | EV_WRITE);
-	bufferevent_enable(c->cbev, EV_READ | EV_WRITE);
+	/* Reading; writing is on since each bufferevent was made (conn_accept says why not
+	 * EV_WRITE here: what was queued above registered its write event already). */
+	bufferevent_enable(c->ubev, EV_READ);
+	bufferevent_enable(c->cbev, EV_READ);
 	conn_set_timer(c, (unsigned)s->timeout_idle);
 	/* Bytes the client sent early (after its request) are tunnel payload. */
 	if (conn_state_guarded(c->state) || c->fe == FE_HTTP_FORWARD) {
