@@ -451,8 +451,7 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		    0, -1);
 		break;
 	case CS_CONNECT:
-		conn_attempts_close(c, -1);
-		c->natt = 0;
+		conn_dial_free(c);
 		conn_deny(c, EGRESS_CONNECT_TIMEOUT, "no pinned address answered in time", NULL,
 		    0, 0, -1);
 		break;
@@ -487,8 +486,6 @@ conn_accept(struct principal *p, int fd)
 	c->p = p;
 	egressd_new_id(c->id);
 	c->start_ms = egress_mono_ms();
-	for (size_t i = 0; i < EGRESSD_MAX_ADDRS; i++)
-		c->att[i].fd = -1;
 	c->timer = evtimer_new(egressd_base, conn_timer_cb, c);
 	TAILQ_INSERT_TAIL(&p->conns, c, entry);
 	nconns++;
@@ -521,7 +518,7 @@ conn_free(struct conn *c)
 {
 	if (c->dq != NULL)
 		dns_cancel(c->dq);
-	conn_attempts_close(c, -1);
+	conn_dial_free(c);
 	if (c->counted)
 		c->p->live--;
 	TAILQ_REMOVE(&c->p->conns, c, entry);

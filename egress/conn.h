@@ -146,6 +146,20 @@ struct attempt {
 	struct conn *c;
 };
 
+/*
+ * The connect attempts of one tunnel (RFC 8305): the addresses in the order tried, the
+ * sockets in flight, the stagger timer. Allocated when connecting starts and freed once
+ * one attempt won or all failed: an established tunnel does not carry its ~1 KiB.
+ */
+struct conn_dial {
+	struct addr addrs[EGRESSD_MAX_ADDRS];
+	size_t naddrs, next;
+	struct attempt att[EGRESSD_MAX_ADDRS];
+	size_t natt, failed;
+	int last_errno;
+	struct event *stagger;
+};
+
 struct conn {
 	TAILQ_ENTRY(conn) entry;
 	struct principal *p;
@@ -161,12 +175,7 @@ struct conn {
 	bool has_host;
 	bool has_port;               /* port valid without a host (a bad-host refusal) */
 	struct dns_query *dq;
-	struct addr addrs[EGRESSD_MAX_ADDRS];
-	size_t naddrs, next;
-	struct attempt att[EGRESSD_MAX_ADDRS];
-	size_t natt, failed;
-	int last_errno;
-	struct event *stagger;
+	struct conn_dial *dial;      /* while connecting only (connect.c) */
 	char addr_text[EGRESS_ADDRSTRLEN];
 	bool counted;                /* in p->live */
 	uint64_t bytes_up, bytes_down;
@@ -235,7 +244,7 @@ void conn_client_read(struct bufferevent *bev, void *arg);
 
 /* connect.c */
 void conn_decide(struct conn *c);
-void conn_attempts_close(struct conn *c, int keep);
+void conn_dial_free(struct conn *c);
 
 /* guard.c */
 void conn_guard_read(struct bufferevent *bev, void *arg);

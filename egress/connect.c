@@ -62,32 +62,37 @@ conn_quota_ok(struct conn *c)
 	return true;
 }
 
+/* Every attempt still in flight closed, and the dial state gone (NULL: nothing to do). */
 void
-conn_attempts_close(struct conn *c, int keep)
+conn_dial_free(struct conn *c)
 {
-	for (size_t i = 0; i < c->natt; i++) {
-		if ((int)i == keep || c->att[i].fd == -1)
+	struct conn_dial *d = c->dial;
+
+	if (d == NULL)
+		return;
+	for (size_t i = 0; i < d->natt; i++) {
+		if (d->att[i].fd == -1)
 			continue;
-		event_free(c->att[i].ev);
-		close(c->att[i].fd);
-		c->att[i].fd = -1;
+		event_free(d->att[i].ev);
+		close(d->att[i].fd);
 	}
-	if (c->stagger != NULL) {
-		event_free(c->stagger);
-		c->stagger = NULL;
-	}
+	if (d->stagger != NULL)
+		event_free(d->stagger);
+	free(d);
+	c->dial = NULL;
 }
 
 static void
 conn_connect_failed_all(struct conn *c)
 {
-	conn_attempts_close(c, -1);
-	c->natt = 0;
-	if (c->last_errno == ETIMEDOUT)
+	int e = c->dial->last_errno;
+
+	conn_dial_free(c);
+	if (e == ETIMEDOUT)
 		conn_deny(c, EGRESS_CONNECT_TIMEOUT, "no pinned address answered", NULL, 0, 0,
 		    -1);
 	else
-		conn_deny(c, EGRESS_CONNECT_REFUSED, strerror(c->last_errno), NULL, 0, 0, -1);
+		conn_deny(c, EGRESS_CONNECT_REFUSED, strerror(e), NULL, 0, 0, -1);
 }
 
 static void
@@ -96,30 +101,29 @@ conn_attempt_done(struct conn *c, size_t i)
 	int err = 0;
 	socklen_t len = sizeof(err);
 
-	if (getsockopt(c->att[i].fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
+	if (getsockopt(c->dial->att[i].fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
 		err = errno;
 	if (err == 0) {
-		int fd = c->att[i].fd;
+		int fd = c->dial->att[i].fd;
 
-		event_free(c->att[i].ev);
-		c->att[i].fd = -1;
-		conn_attempts_close(c, -1);
-		c->natt = 0;
+		event_free(c->dial->att[i].ev);
+		c->dial->att[i].fd = -1;
+		addr_format(&c->dial->att[i].addr, c->addr_text);
+		conn_dial_free(c);
 		evtimer_del(c->timer);
-		addr_format(&c->att[i].addr, c->addr_text);
 		conn_start_relay(c, fd);
 		return;
 	}
-	event_free(c->att[i].ev);
-	close(c->att[i].fd);
-	c->att[i].fd = -1;
-	c->last_errno = err;
-	c->failed++;
+	event_free(c->dial->att[i].ev);
+	close(c->dial->att[i].fd);
+	c->dial->att[i].fd = -1;
+	c->dial->last_errno = err;
+	c->dial->failed++;
 	log_debug("event=connect-failed id=%s error=%s", c->id, strerror(err));
 	/* A refusal needs no stagger: try the next address now. */
-	if (c->next < c->naddrs)
+	if (c->dial->next < c->dial->naddrs)
 		conn_connect_next(c);
-	else if (c->failed == c->natt)
+	else if (c->dial->failed == c->dial->natt)
 		conn_connect_failed_all(c);
 }
 
@@ -130,7 +134,7 @@ conn_attempt_ready(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	conn_attempt_done(a->c, (size_t)(a - a->c->att));
+	conn_attempt_done(a->c, (size_t)(a - a->c->dial->att));
 }
 
 static void
@@ -151,6 +155,7 @@ static bool
 conn_refuse_own(struct conn *c, const struct addr *a)
 {
 	struct addr_verdict v;
+	struct addr own;
 
 	if (!metrics_is_own(a, c->port))
 		return false;
@@ -158,10 +163,9 @@ conn_refuse_own(struct conn *c, const struct addr *a)
 	v.denied = true;
 	v.range = "metrics-listen";
 	v.name = "egressd's own listening address";
-	conn_attempts_close(c, -1);
-	c->natt = 0;
-	c->next = c->naddrs;
-	conn_deny_private(c, a, &v);
+	own = *a;               /* a may point into the dial state, freed here */
+	conn_dial_free(c);
+	conn_deny_private(c, &own, &v);
 	return true;
 }
 
@@ -173,8 +177,8 @@ conn_connect_next(struct conn *c)
 	struct attempt *a;
 	int fd;
 
-	while (c->next < c->naddrs) {
-		const struct addr *ad = &c->addrs[c->next++];
+	while (c->dial->next < c->dial->naddrs) {
+		const struct addr *ad = &c->dial->addrs[c->dial->next++];
 
 		if (conn_refuse_own(c, ad))
 			return;
@@ -197,33 +201,33 @@ conn_connect_next(struct conn *c)
 		}
 		fd = socket(ad->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (fd == -1) {
-			c->last_errno = errno;
+			c->dial->last_errno = errno;
 			if (errno == EMFILE || errno == ENFILE)
 				break;
 			continue;
 		}
 		if (connect(fd, (struct sockaddr *)&ss, sslen) == -1 && errno != EINPROGRESS) {
-			c->last_errno = errno;
+			c->dial->last_errno = errno;
 			close(fd);
 			continue;
 		}
-		a = &c->att[c->natt++];
+		a = &c->dial->att[c->dial->natt++];
 		a->fd = fd;
 		a->addr = *ad;
 		a->c = c;
 		a->ev = event_new(egressd_base, fd, EV_WRITE, conn_attempt_ready, a);
 		event_add(a->ev, NULL);
 		/* RFC 8305: the next address starts after the stagger unless this one fails. */
-		if (c->next < c->naddrs) {
+		if (c->dial->next < c->dial->naddrs) {
 			struct timeval tv = { 0, EGRESSD_CONNECT_STAGGER_MS * 1000 };
 
-			if (c->stagger == NULL)
-				c->stagger = evtimer_new(egressd_base, conn_stagger_cb, c);
-			evtimer_add(c->stagger, &tv);
+			if (c->dial->stagger == NULL)
+				c->dial->stagger = evtimer_new(egressd_base, conn_stagger_cb, c);
+			evtimer_add(c->dial->stagger, &tv);
 		}
 		return;
 	}
-	if (c->natt == c->failed)
+	if (c->dial->natt == c->dial->failed)
 		conn_connect_failed_all(c);
 }
 
@@ -240,20 +244,21 @@ conn_interleave(struct conn *c, const struct addr *in, size_t n)
 		else
 			v4[n4++] = in[i];
 	}
-	c->naddrs = 0;
+	c->dial->naddrs = 0;
 	while (i4 < n4 || i6 < n6) {
 		if (i6 < n6)
-			c->addrs[c->naddrs++] = v6[i6++];
+			c->dial->addrs[c->dial->naddrs++] = v6[i6++];
 		if (i4 < n4)
-			c->addrs[c->naddrs++] = v4[i4++];
+			c->dial->addrs[c->dial->naddrs++] = v4[i4++];
 	}
-	c->next = 0;
+	c->dial->next = 0;
 }
 
 static void
 conn_connect(struct conn *c, const struct addr *addrs, size_t n)
 {
 	conn_transition(c, CE_CONNECT);
+	c->dial = xcalloc(1, sizeof(*c->dial));
 	/* One own address refuses the set, as one private answer does: none is tried. */
 	for (size_t i = 0; i < n; i++)
 		if (conn_refuse_own(c, &addrs[i]))
