@@ -11,7 +11,8 @@
 # - rerunning the workload with --policy ./draft (as written, and sealed) succeeds, while
 #   a name the learning run did not reach is refused (not-allowlisted);
 # - --learn beside --policy or --allow is a usage error (125, nothing ran); a draft path
-#   egress-run cannot write is refused before anything runs.
+#   egress-run cannot write is refused before anything runs; a draft the workload replaced
+#   by a symlink during the run is not written through it (125).
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/e2e/sandbox-lib.sh"
 cd "$WORK" || exit 1
 e2e_need openssl curl
@@ -109,5 +110,12 @@ expect_eq "--learn with --policy: 125, nothing ran" "125 not-run" "$rc $(ran)"
 erun --learn "$WORK/no/such/dir/draft" $DNSARGS -- touch ran
 expect_eq "--learn into a folder that does not exist: 125, nothing ran" "125 not-run" "$rc $(ran)"
 expect_match "... named" "--learn $WORK/no/such/dir/draft: No such file" "$err"
+# The draft's folder is the workload's (the current directory is bound read-write): a
+# symlink it puts in the draft's place does not redirect egress-run's write.
+echo untouched > "$WORK/victim"
+erun --learn draft3 $DNSARGS --receipts "$R" -- sh -c "rm draft3 && ln -s $WORK/victim draft3"
+expect_eq "a draft replaced by the workload: 125" 125 "$rc"
+expect_match "... said so" "--learn draft3: the file was moved or replaced during the run" "$err"
+expect_eq "... and nothing is written through the symlink" untouched "$(cat "$WORK/victim")"
 expect_clean "after the learning runs"
 finish
