@@ -37,7 +37,7 @@
 
 struct run_state run = {
 	.egressd_pid = -1, .bwrap_pid = -1, .broker_pid = -1, .egressd_child = -1,
-	.fd4_chan = -1, .conn = -1,
+	.fd4_chan = -1, .conn = -1, .learn_fd = -1,
 };
 
 static int
@@ -199,6 +199,8 @@ main(int argc, char **argv)
 	runbox_workload_userns();
 	runbox_probe_namespaces();
 	runstate_binds();
+	if (runopt.learn != NULL)
+		runsum_learn_open();
 	if (run.lease) {
 		/* A name: a lease from the system egressd, never a silent fallback. */
 		if (runopt.resolvers.n || runopt.hosts || runopt.permits.n)
@@ -209,12 +211,16 @@ main(int argc, char **argv)
 		runsup_start_private();
 	if (!runopt.no_fd4)
 		runsup_start_broker();
+	if (runopt.learn != NULL)
+		runsum_learn_announce();
 	rc = runbox_run();
 	/* The tunnels' close receipts are written once egressd sees them end: stop it (or end
 	 * the lease) first, then read. */
 	runsup_stop();
 	if (!runopt.quiet)
 		runsum_print(&run);
+	if (runopt.learn != NULL && runsum_learn_write(&run) == -1 && rc == 0)
+		rc = RUN_EXIT_SETUP;
 	run_cleanup();
 	return rc;
 }

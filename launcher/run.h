@@ -42,6 +42,7 @@ struct runopt_list {
 /* The command line, as runopt_parse leaves it (every value checked). */
 struct runopt {
 	const char *policy;
+	const char *learn;           /* --learn FILE: the draft policy goes there */
 	struct runopt_list allow, rw, ro, resolvers, permits;
 	struct runopt_list setenvs, envs;   /* --setenv NAME=VALUE, --env NAME */
 	struct runopt_list vars;     /* both in their order: NAME=VALUE, or NAME for --env */
@@ -81,6 +82,7 @@ struct run_state {
 	 */
 	int conn;
 	bool lease;                  /* the principal is a lease of the system egressd */
+	int learn_fd;                /* --learn FILE, opened before the workload starts */
 	json_t *summary;             /* egressd's summary of the run's principal */
 };
 extern struct run_state run;
@@ -137,5 +139,8 @@ int runbox_run(void);
 
 /* runsum.c */
 void runsum_print(const struct run_state *rs);
+void runsum_learn_open(void);
+void runsum_learn_announce(void);
+int runsum_learn_write(const struct run_state *rs);
 
 #endif

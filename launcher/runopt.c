@@ -30,7 +30,8 @@ runopt_usage(const char *msg)
 	if (msg)
 		fprintf(stderr, "egress-run: %s\n", msg);
 	fprintf(stderr,
-	    "usage: egress-run [--policy FILE|NAME | --allow HOST:PORT ...] [--rw PATH ...]\n"
+	    "usage: egress-run [--policy FILE|NAME | --allow HOST:PORT ... | --learn FILE]\n"
+	    "                  [--rw PATH ...]\n"
 	    "                  [--ro PATH ...] [--receipts FILE] [--no-fd4] [--resolver IP:PORT ...]\n"
 	    "                  [--hosts FILE] [--permit-range CIDR ...] [--user USER] [--quiet]\n"
 	    "                  [--setenv NAME=VALUE ...] [--env NAME ...] [--home DIR] [--no-dns]\n"
@@ -249,6 +250,7 @@ runopt_parse(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "policy", required_argument, NULL, 'p' },
+		{ "learn", required_argument, NULL, 'l' },
 		{ "allow", required_argument, NULL, 'a' },
 		{ "rw", required_argument, NULL, 'w' },
 		{ "ro", required_argument, NULL, 'r' },
@@ -272,6 +274,7 @@ runopt_parse(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'p': runopt.policy = optarg; break;
+		case 'l': runopt.learn = optarg; break;
 		case 'a': runopt_list_add(&runopt.allow, optarg, "--allow"); break;
 		case 'w': runopt_list_add(&runopt.rw, optarg, "--rw"); break;
 		case 'r': runopt_list_add(&runopt.ro, optarg, "--ro"); break;
@@ -299,8 +302,17 @@ runopt_parse(int argc, char **argv)
 	if (optind >= argc)
 		runopt_usage("no command");
 	runopt.cmd = argv + optind;
-	if (runopt.policy == NULL && runopt.allow.n == 0)
-		runopt_usage("give --allow HOST:PORT or --policy FILE|NAME");
+	/*
+	 * --learn is a run of its own policy (allow * 1-65535): another policy beside it
+	 * would either be ignored or make the draft describe less than the run allowed.
+	 */
+	if (runopt.learn != NULL && (runopt.policy != NULL || runopt.allow.n != 0))
+		runopt_usage("--learn runs with a policy of its own (every public destination): "
+		    "it takes no --policy or --allow");
+	if (runopt.learn != NULL && runopt.learn[0] == '\0')
+		runopt_usage("--learn takes a FILE");
+	if (runopt.policy == NULL && runopt.allow.n == 0 && runopt.learn == NULL)
+		runopt_usage("give --allow HOST:PORT, --policy FILE|NAME or --learn FILE");
 	if (runopt.receipts != NULL && runopt.receipts[0] != '/') {
 		static char abs[PATH_MAX];
 		char cwd[PATH_MAX];

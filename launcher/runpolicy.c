@@ -1,6 +1,6 @@
 /*
- * runpolicy.c: the run's policy (--policy FILE and --allow, --permit-range, sealed into
- * the runtime folder) and the private egressd's configuration (runtime folder, control
+ * runpolicy.c: the run's policy (--policy FILE and --allow, or --learn's 'allow *', and
+ * --permit-range, sealed into the runtime folder) and the private egressd's configuration (runtime folder, control
  * socket, receipts, receipt key, checkpoint key, --resolver, --hosts). Trusts the option values only as
  * runopt.c's parsers give them back, and the paths only once runstate.c checked them
  * against what the sandbox binds: every line it writes is one value of a checked form.
@@ -33,6 +33,15 @@ runpolicy_make(const char *out)
 	const char *why;
 	size_t len;
 
+	if (runopt.learn != NULL) {
+		/*
+		 * Learn mode (egress-policy(5), 'allow *'): the rules refuse nothing; the
+		 * address check (special-purpose ranges unless --permit-range), pinning, the
+		 * SNI guard and the receipts are egressd's as in any run.
+		 */
+		free(text);
+		text = xstrdup("allow * 1-65535\n");
+	}
 	if (runopt.policy != NULL) {
 		uint8_t *buf = run_read_all(runopt.policy, &len);
 

@@ -1,15 +1,21 @@
 /*
  * runsum.c: the end-of-run summary on stderr, from egressd's own accounting of the run's
  * principal (runsup_request_summary), and where a private egressd's public checkpoint
- * key is. Trusts egressd's numbers but not the names in them: a host that is not canonical, a reason that is not egressd's form is shown
+ * key is; and --learn's draft policy, from this run's receipts (the draft writer of
+ * egress-policy suggest, policy/suggest.c, over the private egressd's receipts file,
+ * which lies outside the sandbox, read for the run's principal only). Trusts egressd's numbers but not the names in them: a host that is not canonical, a reason that is not egressd's form is shown
  * escaped (hex, "(unknown)"), so that no byte from the network reaches the terminal.
  */
 #include "config.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -17,6 +23,7 @@
 #include "log.h"
 #include "run.h"
 #include "policy.h"
+#include "suggest.h"
 
 struct runsum_dest {
 	char key[EGRESS_HOST_MAX + 16];
@@ -157,3 +164,87 @@ runsum_print(const struct run_state *rs)
 	free(d);
 }
 
+
+/* --- --learn FILE ---------------------------------------------------------------------- */
+
+static struct stat runsum_learn_st;
+
+/*
+ * Opens FILE before anything starts (a path egress-run cannot write is a set-up failure,
+ * not a surprise after a long run) and keeps the descriptor: FILE may lie in a folder
+ * the workload can write (the current directory is bound read-write), and a symlink it
+ * puts there must not redirect the write at the end. Not truncated yet: an old draft
+ * stays until this run has a new one.
+ */
+void
+runsum_learn_open(void)
+{
+	int fd = open(runopt.learn, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY |
+	    O_NONBLOCK, 0644);
+
+	if (fd == -1)
+		run_setup_failed("--learn %s: %s", run_shown(runopt.learn), strerror(errno));
+	if (fstat(fd, &runsum_learn_st) == -1 || !S_ISREG(runsum_learn_st.st_mode)) {
+		close(fd);
+		run_setup_failed("--learn %s: not a regular file", run_shown(runopt.learn));
+	}
+	run.learn_fd = run_high_fd(fd);
+}
+
+/* One line on stderr before the command starts, whatever --quiet says. */
+void
+runsum_learn_announce(void)
+{
+	fprintf(stderr, "egress-run: learn mode: every public destination is allowed on every "
+	    "port (special-purpose addresses still refused%s, every attempt a receipt); the "
+	    "draft policy goes to %s at the end\n",
+	    runopt.permits.n ? " outside --permit-range" : "", run_shown(runopt.learn));
+}
+
+/*
+ * The draft of this run's receipts (opens and not-allowlisted denials of its principal)
+ * into FILE, once egressd has stopped and written every close. 0, or -1 (said why) when
+ * it could not be made or written, or when FILE was replaced during the run.
+ */
+int
+runsum_learn_write(const struct run_state *rs)
+{
+	struct suggest sg;
+	struct stat st;
+	char *source, *draft;
+	size_t len;
+	int rc = 0;
+
+	if (rs->learn_fd == -1)
+		return -1;
+	suggest_init(&sg, rs->principal);
+	if (suggest_file(&sg, rs->receipts) == -1) {
+		log_warnx("--learn %s: no draft: the receipts %s could not be read",
+		    run_shown(runopt.learn), run_shown(rs->receipts));
+		suggest_free(&sg);
+		return -1;
+	}
+	xasprintf(&source, "egress-run --learn from the receipts of principal %s in %s",
+	    rs->principal, rs->receipts);
+	draft = suggest_draft(&sg, source, &len);
+	free(source);
+	/* The path must still name the file opened at the start (see runsum_learn_open). */
+	if (lstat(runopt.learn, &st) == -1 || st.st_dev != runsum_learn_st.st_dev ||
+	    st.st_ino != runsum_learn_st.st_ino) {
+		log_warnx("--learn %s: the file was moved or replaced during the run (it lies "
+		    "where the workload can write): no draft written; egress-policy suggest "
+		    "--principal %s %s writes it", run_shown(runopt.learn), run_shown(rs->principal),
+		    run_shown(rs->receipts));
+		rc = -1;
+	} else if (ftruncate(rs->learn_fd, 0) == -1 ||
+	    pwrite(rs->learn_fd, draft, len, 0) != (ssize_t)len || fsync(rs->learn_fd) == -1) {
+		log_warnx("--learn %s: %s", run_shown(runopt.learn), strerror(errno));
+		rc = -1;
+	} else
+		fprintf(stderr, "egress-run: draft policy of %zu destination%s written to %s: "
+		    "review it, then egress-policy seal %s > POLICY.sealed\n", sg.nobs,
+		    sg.nobs == 1 ? "" : "s", run_shown(runopt.learn), run_shown(runopt.learn));
+	suggest_free(&sg);
+	free(draft);
+	return rc;
+}

@@ -1,7 +1,8 @@
 /*
- * egress-policy: keygen, check, seal, digest and test policies offline. It trusts the
- * files it is given no more than egressd would: they go through the same parser, and a
- * signature is checked by the same library call (policy_sig_check).
+ * egress-policy: keygen, check, seal, digest and test policies offline, and suggest a
+ * draft from receipts. It trusts the files it is given no more than egressd would: they
+ * go through the same parser, and a signature is checked by the same library call
+ * (policy_sig_check); receipts go through libproto's scanner (suggest.c).
  *
  * Exit status: 0 success (for check: valid), 1 invalid or failed, 2 usage.
  */
@@ -19,6 +20,7 @@
 
 #include "log.h"
 #include "policy.h"
+#include "suggest.h"
 
 #define EXIT_INVALID 1
 #define EXIT_USAGE 2
@@ -35,8 +37,9 @@ usage(const char *msg)
 	    "       %s check [--key FILE] [--pubkey FILE]... FILE\n"
 	    "       %s digest FILE\n"
 	    "       %s seal [--key FILE] [--sign-key FILE] FILE\n"
-	    "       %s test [--key FILE] [--pubkey FILE]... FILE HOST PORT\n", progname,
-	    progname, progname, progname, progname);
+	    "       %s test [--key FILE] [--pubkey FILE]... FILE HOST PORT\n"
+	    "       %s suggest [--principal NAME] RECEIPTS...\n", progname,
+	    progname, progname, progname, progname, progname);
 	exit(EXIT_USAGE);
 }
 
@@ -417,6 +420,69 @@ cmd_test(int argc, char **argv)
 	return 0;
 }
 
+/*
+ * suggest [--principal NAME] RECEIPTS...: the draft policy (draft_write) of the opens and
+ * not-allowlisted denials in the receipts, on stdout. A line that is not a receipt is
+ * skipped with a warning naming FILE:LINE (a torn last line after a crash is one); a file
+ * that cannot be read, or in which no line is a receipt, is an error (exit 1, nothing
+ * written).
+ */
+static int
+cmd_suggest(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "principal", required_argument, NULL, 'P' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *principal = NULL;
+	struct suggest sg;
+	char *source, *draft, *t;
+	size_t len;
+	int ch, i;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		if (ch != 'P')
+			usage(NULL);
+		if (optarg[0] == '\0')
+			usage("--principal takes a NAME");
+		principal = optarg;
+	}
+	if (optind >= argc)
+		usage("suggest takes one or more RECEIPTS files");
+	suggest_init(&sg, principal);
+	xasprintf(&source, "egress-policy suggest");
+	if (principal != NULL) {
+		xasprintf(&t, "%s --principal %s", source, principal);
+		free(source);
+		source = t;
+	}
+	for (i = optind; i < argc; i++) {
+		if (suggest_file(&sg, argv[i]) == -1) {
+			suggest_free(&sg);
+			free(source);
+			return EXIT_INVALID;
+		}
+		xasprintf(&t, "%s %s", source, argv[i]);
+		free(source);
+		source = t;
+	}
+	if (sg.taken == 0)
+		log_warnx("no open and no not-allowlisted denial%s in the receipts: the draft "
+		    "allows nothing", principal != NULL ? " of that principal" : "");
+	draft = suggest_draft(&sg, source, &len);
+	suggest_free(&sg);
+	free(source);
+	if (fwrite(draft, 1, len, stdout) != len || fflush(stdout) != 0) {
+		log_warn("writing the draft");
+		free(draft);
+		return EXIT_INVALID;
+	}
+	free(draft);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -429,6 +495,7 @@ main(int argc, char **argv)
 		{ "digest", cmd_digest },
 		{ "seal", cmd_seal },
 		{ "test", cmd_test },
+		{ "suggest", cmd_suggest },
 	};
 
 	log_init("egress-policy", LOG_OUT_PREFIX, false, false);

@@ -461,6 +461,46 @@ policy_psl(void)
 	return policy_psl_ctx;
 }
 
+/*
+ * "allow * PORTS" (and "deny * [PORTS]"): the rule of every host, names and IP literals
+ * alike (egress-run --learn's policy). It only widens what the rules decide: the address
+ * check (special-purpose ranges, permit-range), pinning and the SNI guard apply as to any
+ * allowed host. It is kept under the key "*" in the table of exact hosts, which no host
+ * can collide with (host_parse refuses '*'), so the canonical form spells it "allow *
+ * PORTS" like any rule; policy_any_rule finds it. The fields were counted by parse_rule.
+ */
+static int
+parse_rule_any(struct parse *ps, bool allow, const struct fields_field *f, size_t nf)
+{
+	struct portset ports = { 0 };
+	struct rule *r;
+
+	if (nf == 3) {
+		if (parse_ports(ps, &f[2], &ports) == -1) {
+			portset_free(&ports);
+			return -1;
+		}
+	} else
+		portset_add(&ports, 1, 65535, ps->line);
+	if (++ps->nrules > EGRESS_POLICY_MAX_RULES) {
+		parse_error(ps, f[0].col, "more than %d allow and deny rules",
+		    EGRESS_POLICY_MAX_RULES);
+		portset_free(&ports);
+		return -1;
+	}
+	if (allow) {
+		ps->nallow++;
+		parse_warning(ps, f[1].col, "'allow *' allows every host, name or address, on "
+		    "these ports (a learning run's rule, not one to keep)");
+	}
+	r = policy_rule_get(ps->p, "*", 1, false);
+	for (size_t i = 0; i < ports.nraw; i++)
+		portset_add(allow ? &r->allow : &r->deny, ports.raw[i].lo, ports.raw[i].hi,
+		    ps->line);
+	portset_free(&ports);
+	return 0;
+}
+
 static int
 parse_rule(struct parse *ps, bool allow, const struct fields_field *f, size_t nf)
 {
@@ -483,13 +523,15 @@ parse_rule(struct parse *ps, bool allow, const struct fields_field *f, size_t nf
 		    "unexpected field after the ports (expected: deny HOST [PORTS])");
 		return -1;
 	}
+	if (len == 1 && name[0] == '*')
+		return parse_rule_any(ps, allow, f, nf);
 	if (len >= 2 && name[0] == '*' && name[1] == '.') {
 		wildcard = true;
 		name += 2;
 		len -= 2;
 	} else if (memchr(name, '*', len) != NULL) {
 		parse_error(ps, f[1].col, "a wildcard is only allowed as '*.' followed by a "
-		    "name (*.example.com)");
+		    "name (*.example.com), or as '*' alone (every host)");
 		return -1;
 	}
 	if (host_parse(name, len, &h, &why) == -1) {
@@ -1048,7 +1090,28 @@ policy_digest(const struct policy *p, char out[EGRESS_DIGEST_STRLEN])
 	memcpy(out, p->digest, EGRESS_DIGEST_STRLEN);
 }
 
-/* The line of the rule that matches h:port: exact first, then wildcards, longest first. */
+/* The rule of host '*' (parse_rule_any), or NULL. */
+static const struct rule *
+policy_any_rule(const struct policy *p)
+{
+	size_t idx = htab_find(&p->exact, p->rules, "*", 1);
+
+	return idx != 0 ? &p->rules[idx - 1] : NULL;
+}
+
+/* The line of the rule of every host when it has port, or 0. */
+static unsigned
+policy_match_any(const struct policy *p, uint16_t port, bool deny)
+{
+	const struct rule *r = policy_any_rule(p);
+
+	return r != NULL ? portset_match(deny ? &r->deny : &r->allow, port) : 0;
+}
+
+/*
+ * The line of the rule that matches h:port: exact first, then wildcards, longest first,
+ * then the rule of every host.
+ */
 static unsigned
 policy_match(const struct policy *p, const struct host *h, uint16_t port, bool deny)
 {
@@ -1064,7 +1127,7 @@ policy_match(const struct policy *p, const struct host *h, uint16_t port, bool d
 			return line;
 	}
 	if (h->kind != HOST_NAME || p->wild.n == 0)
-		return 0;
+		return policy_match_any(p, port, deny);
 	for (const char *dot = memchr(h->name, '.', n); dot != NULL;
 	    dot = memchr(dot + 1, '.', n - (size_t)(dot + 1 - h->name))) {
 		const char *suffix = dot + 1;
@@ -1078,7 +1141,7 @@ policy_match(const struct policy *p, const struct host *h, uint16_t port, bool d
 				return line;
 		}
 	}
-	return 0;
+	return policy_match_any(p, port, deny);
 }
 
 bool
@@ -1156,5 +1219,8 @@ policy_decide_name(const struct policy *p, const struct host *h)
 				return EGRESS_ALLOWED;
 		}
 	}
+	if (policy_any_rule(p) != NULL &&
+	    policy_candidates_allow(p, h, policy_any_rule(p), &any_deny))
+		return EGRESS_ALLOWED;
 	return any_deny ? EGRESS_DENIED_BY_RULE : EGRESS_NOT_ALLOWLISTED;
 }

@@ -267,8 +267,10 @@ static const struct err_case err_cases[] = {
 	{ TXT("deny x.com 0"), FILE_NAME ":1:12:", "port" },
 	{ TXT("deny x.com 90-80"), FILE_NAME ":1:12:", "backwards" },
 	/* wildcards */
-	{ TXT("allow * 443"), FILE_NAME ":1:7:", "wildcard" },
 	{ TXT("allow a.*.com 443"), FILE_NAME ":1:7:", "wildcard" },
+	{ TXT("allow *. 443"), FILE_NAME ":1:9:", "bad host" },
+	{ TXT("allow * *"), FILE_NAME ":1:9:", "expected a port" },
+	{ TXT("allow *"), FILE_NAME ":1:8:", "expected: allow HOST PORTS" },
 	{ TXT("allow **.com 443"), FILE_NAME ":1:7:", "wildcard" },
 	{ TXT("allow *example.com 443"), FILE_NAME ":1:7:", "wildcard" },
 	{ TXT("allow example.* 443"), FILE_NAME ":1:7:", "wildcard" },
@@ -276,7 +278,6 @@ static const struct err_case err_cases[] = {
 	{ TXT("allow *.1.2.3.4 443"), FILE_NAME ":1:7:", "wildcard" },
 	{ TXT("allow *.[::1] 443"), FILE_NAME ":1:7:", "wildcard" },
 	{ TXT("allow *. 443"), FILE_NAME ":1:", "host" },
-	{ TXT("deny * 443"), FILE_NAME ":1:6:", "wildcard" },
 	/* hosts */
 	{ TXT("allow 127.1 443"), FILE_NAME ":1:7:", "bad host" },
 	{ TXT("allow 2130706433 443"), FILE_NAME ":1:7:", "bad host" },
@@ -1278,6 +1279,97 @@ START_TEST(test_decide_empty)
 }
 END_TEST
 
+/* --- the rule of every host ('allow *', egress-run --learn's) ------------------------- */
+
+static const char any_policy[] =
+    "allow * 1-65535\n"                                 /* 1 */
+    "deny evil.example.com\n"                           /* 2 */
+    "allow api.example.com 443\n"                       /* 3 */
+    "deny * 25\n"                                       /* 4 */
+    "allow *.wild.example.org 8443\n";                  /* 5 */
+
+static const struct {
+	const char *host;
+	uint16_t port;
+	enum egress_reason want;
+	unsigned line;
+} any_cases[] = {
+	/* any name, any depth, any port, the apex of nothing */
+	{ "example.com", 443, EGRESS_ALLOWED, 1 },
+	{ "a.b.c.example.net", 1, EGRESS_ALLOWED, 1 },
+	{ "com", 65535, EGRESS_ALLOWED, 1 },
+	/* IP literals too (the address check is addr_classify's, not the rules') */
+	{ "140.82.112.4", 22, EGRESS_ALLOWED, 1 },
+	{ "2606:4700:4700::1111", 443, EGRESS_ALLOWED, 1 },
+	{ "10.1.2.3", 80, EGRESS_ALLOWED, 1 },
+	/* a more specific rule decides first and names its own line */
+	{ "api.example.com", 443, EGRESS_ALLOWED, 3 },
+	{ "x.wild.example.org", 8443, EGRESS_ALLOWED, 5 },
+	{ "x.wild.example.org", 8444, EGRESS_ALLOWED, 1 },
+	/* deny beats it: an exact deny, and a deny of every host on one port */
+	{ "evil.example.com", 443, EGRESS_DENIED_BY_RULE, 2 },
+	{ "sub.evil.example.com", 443, EGRESS_ALLOWED, 1 },
+	{ "api.example.com", 25, EGRESS_DENIED_BY_RULE, 4 },
+	{ "1.1.1.1", 25, EGRESS_DENIED_BY_RULE, 4 },
+	/* port 0 is never allowed */
+	{ "example.com", 0, EGRESS_NOT_ALLOWLISTED, 0 },
+};
+
+START_TEST(test_any)
+{
+	struct policy *p = must_load(any_policy, 0);
+	struct host h;
+	unsigned line = 12345;
+	enum egress_reason r;
+
+	parse_host(any_cases[_i].host, &h);
+	r = policy_decide(p, &h, any_cases[_i].port, &line);
+	ck_assert_msg(r == any_cases[_i].want && line == any_cases[_i].line,
+	    "%s:%u: got %s line %u", any_cases[_i].host, any_cases[_i].port,
+	    egress_reason_name(r), line);
+	policy_free(p);
+}
+END_TEST
+
+/* Its canonical form is one rule like any other; the DNS verb allows every name. */
+START_TEST(test_any_canonical)
+{
+	struct policy *p = must_load("allow   *  443,80\nallow * 81\ndeny * 25\n", 0), *q;
+	struct policy_diag d;
+	struct host h;
+	char *c;
+	size_t len;
+
+	c = policy_canonical(p, &len);
+	ck_assert_str_eq(c, "allow * 80-81,443\ndeny * 25\n" DEFAULTS_CANONICAL);
+	q = must_load(c, len);
+	free(c);
+	c = policy_canonical(q, &len);
+	ck_assert_str_eq(c, "allow * 80-81,443\ndeny * 25\n" DEFAULTS_CANONICAL);
+	free(c);
+	ck_assert_uint_eq(policy_rule_count(p), 1);
+	parse_host("anything.example", &h);
+	ck_assert_int_eq(policy_decide_name(p, &h), EGRESS_ALLOWED);
+	policy_free(q);
+	policy_free(p);
+
+	/* deny of every host: nothing is allowed, by name or on a port */
+	p = must_load("allow x.com 443\ndeny *\n", 0);
+	parse_host("x.com", &h);
+	ck_assert_int_eq(policy_decide_name(p, &h), EGRESS_DENIED_BY_RULE);
+	policy_free(p);
+
+	/* 'allow *' is a warning: a learning run's rule, not one to keep */
+	p = load_text("allow * 443\n", 0, &d);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq(d.nwarnings, 1);
+	ck_assert_msg(strstr(d.warnings[0], FILE_NAME ":1:7: warning: 'allow *'") != NULL,
+	    "%s", d.warnings[0]);
+	policy_diag_free(&d);
+	policy_free(p);
+}
+END_TEST
+
 /* --- scale -------------------------------------------------------------------------------- */
 
 #define SCALE_RULES 100000u
@@ -1419,6 +1511,11 @@ policy_suite(void)
 
 	tc = tcase_create("decide_empty");
 	tcase_add_test(tc, test_decide_empty);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("any host");
+	tcase_add_loop_test(tc, test_any, 0, (int)NELEMS(any_cases));
+	tcase_add_test(tc, test_any_canonical);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("scale");
