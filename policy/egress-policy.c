@@ -35,14 +35,15 @@ usage(const char *msg)
 	    "       %s check [--key FILE] [--pubkey FILE]... FILE\n"
 	    "       %s digest FILE\n"
 	    "       %s seal [--key FILE] [--sign-key FILE] FILE\n"
-	    "       %s test [--key FILE] [--pubkey FILE]... FILE HOST PORT\n", progname,
-	    progname, progname, progname, progname);
+	    "       %s test [--key FILE] [--pubkey FILE]... FILE HOST PORT\n"
+	    "       %s diff OLD NEW\n", progname,
+	    progname, progname, progname, progname, progname);
 	exit(EXIT_USAGE);
 }
 
 /* Reads a whole file ("-" is stdin), at most one byte past the policy limit. */
 static uint8_t *
-read_file(const char *path, size_t *len)
+read_file(const char *path, size_t *len, char id[64])
 {
 	size_t cap = 65536, n = 0;
 	uint8_t *buf;
@@ -54,6 +55,8 @@ read_file(const char *path, size_t *len)
 		log_warn("%s", path);
 		return NULL;
 	}
+	if (id != NULL)
+		policy_include_id(fd, id);
 	buf = xmalloc(cap);
 	for (;;) {
 		ssize_t r;
@@ -214,10 +217,15 @@ load_policy(const char *path, const struct options *o, bool warn, const char **s
 	uint8_t *buf;
 	size_t len, which;
 	char why[512];
+	/* include NAME from the installed templates (or $EGRESS_TEMPLATE_DIR). */
+	struct policy_include_files files = { NULL };
+	char id[64];
+	const struct policy_includer inc = { policy_include_open, &files, id };
 
-	if ((buf = read_file(path, &len)) == NULL)
+	if ((buf = read_file(path, &len, id)) == NULL)
 		return NULL;
-	p = policy_load(name, buf, len, o != NULL && o->key != NULL ? &o->hmac : NULL, &d);
+	p = policy_load_inc(name, buf, len, o != NULL && o->key != NULL ? &o->hmac : NULL, &inc,
+	    &d);
 	free(buf);
 	for (size_t i = 0; i < d.nerrors; i++)
 		fprintf(stderr, "%s\n", d.errors[i]);
@@ -363,10 +371,9 @@ cmd_test(int argc, char **argv)
 {
 	struct policy *p;
 	struct host h;
-	const char *why, *file;
-	char *end;
+	const char *why;
+	char *end, origin[1024];
 	unsigned long port;
-	unsigned line = 0;
 	enum egress_reason r;
 
 	struct options o;
@@ -388,13 +395,12 @@ cmd_test(int argc, char **argv)
 	free_keys(&o);
 	if (p == NULL)
 		return EXIT_INVALID;
-	file = argv[1];
 	if (host_parse(argv[2], strlen(argv[2]), &h, &why) == -1) {
 		printf("deny %s - (%s)\n", egress_reason_name(EGRESS_BAD_HOST), why);
 		policy_free(p);
 		return 0;
 	}
-	r = policy_decide(p, &h, (uint16_t)port, &line);
+	r = policy_decide_origin(p, &h, (uint16_t)port, origin, sizeof(origin));
 	if (r == EGRESS_ALLOWED && h.kind != HOST_NAME) {
 		const struct policy_settings *s = policy_settings(p);
 		struct addr_verdict v;
@@ -408,13 +414,206 @@ cmd_test(int argc, char **argv)
 			return 0;
 		}
 	}
-	if (line != 0)
-		printf("%s %s %s:%u\n", r == EGRESS_ALLOWED ? "allow" : "deny",
-		    egress_reason_name(r), file, line);
+	/* The origin: "FILE:LINE", and for an included rule " (via FILE:LINE, ...)". */
+	if (strcmp(origin, "-") != 0)
+		printf("%s %s %s\n", r == EGRESS_ALLOWED ? "allow" : "deny",
+		    egress_reason_name(r), origin);
 	else
 		printf("deny %s -\n", egress_reason_name(r));
 	policy_free(p);
 	return 0;
+}
+
+/* --- diff --------------------------------------------------------------------------- */
+
+/*
+ * A canonical line split for the diff: allow and deny rules are keyed by verb and host
+ * (so that one added port is one "+" line, not a changed line), every other line (the
+ * settings) is its own key.
+ */
+struct diff_line {
+	const char *key;              /* "allow HOST", "deny HOST", or the whole line */
+	size_t keylen;
+	const char *ports;            /* a rule's port list, NULL for a setting */
+	size_t portslen;
+};
+
+struct diff_range {
+	unsigned lo, hi;
+};
+
+/* Splits a canonical body (one line per '\n', sorted) into lines. */
+static struct diff_line *
+diff_lines(const char *body, size_t len, size_t *n)
+{
+	struct diff_line *v = NULL;
+	const char *s = body, *end = body + len;
+
+	*n = 0;
+	while (s < end) {
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+		const char *eol = nl != NULL ? nl : end, *sp;
+		struct diff_line l = { s, (size_t)(eol - s), NULL, 0 };
+
+		if (((size_t)(eol - s) > 6 && memcmp(s, "allow ", 6) == 0) ||
+		    ((size_t)(eol - s) > 5 && memcmp(s, "deny ", 5) == 0)) {
+			size_t vl = s[0] == 'a' ? 6 : 5;     /* "allow " or "deny " */
+
+			if ((sp = memchr(s + vl, ' ', (size_t)(eol - s) - vl)) != NULL) {
+				l.keylen = (size_t)(sp - s);
+				l.ports = sp + 1;
+				l.portslen = (size_t)(eol - sp - 1);
+			}
+		}
+		v = xreallocarray(v, *n + 1, sizeof(*v));
+		v[(*n)++] = l;
+		s = nl != NULL ? nl + 1 : end;
+	}
+	return v;
+}
+
+/* A canonical port list ("80,443,8000-8100") as ranges. */
+static struct diff_range *
+diff_ports(const char *s, size_t len, size_t *n)
+{
+	struct diff_range *v = NULL;
+	const char *end = s + len;
+
+	*n = 0;
+	while (s < end) {
+		struct diff_range r;
+		char *e;
+
+		r.lo = r.hi = (unsigned)strtoul(s, &e, 10);
+		if (e < end && *e == '-')
+			r.hi = (unsigned)strtoul(e + 1, &e, 10);
+		v = xreallocarray(v, *n + 1, sizeof(*v));
+		v[(*n)++] = r;
+		s = e < end ? e + 1 : end;
+	}
+	return v;
+}
+
+/* Prints "SIGN KEY PORTS" for the ports of a (sorted, disjoint) not in b; true if any. */
+static bool
+diff_minus(char sign, const struct diff_line *l, const struct diff_line *other)
+{
+	struct diff_range *a, *b;
+	size_t na, nb, j = 0;
+	bool any = false;
+
+	a = diff_ports(l->ports, l->portslen, &na);
+	b = other != NULL ? diff_ports(other->ports, other->portslen, &nb) : NULL;
+	if (other == NULL)
+		nb = 0;
+	for (size_t i = 0; i < na; i++) {
+		unsigned lo = a[i].lo;
+
+		while (lo <= a[i].hi) {
+			while (j < nb && b[j].hi < lo)
+				j++;
+			if (j < nb && b[j].lo <= lo) {
+				lo = b[j].hi + 1;    /* covered by b up to b[j].hi */
+				continue;
+			}
+			{
+				unsigned hi = j < nb && b[j].lo <= a[i].hi ? b[j].lo - 1 : a[i].hi;
+
+				printf("%c %.*s ", sign, (int)l->keylen, l->key);
+				if (lo == hi)
+					printf("%u", lo);
+				else
+					printf("%u-%u", lo, hi);
+				/* One line per range: each is a reviewable change of its own. */
+				printf("\n");
+				any = true;
+				lo = hi + 1;
+			}
+		}
+	}
+	free(a);
+	free(b);
+	return any;
+}
+
+static int
+diff_keycmp(const struct diff_line *a, const struct diff_line *b)
+{
+	size_t n = a->keylen < b->keylen ? a->keylen : b->keylen;
+	int c = memcmp(a->key, b->key, n);
+
+	if (c != 0)
+		return c;
+	return a->keylen < b->keylen ? -1 : a->keylen > b->keylen;
+}
+
+/*
+ * diff OLD NEW: what NEW allows (denies, sets) that OLD does not, as "+" lines, and the
+ * reverse as "-" lines, over the canonical forms (so equal spellings are equal, and an
+ * include is compared by the rules it brings). Exit 0 equal, 1 different, 2 usage or a
+ * policy that does not load.
+ */
+static int
+cmd_diff(int argc, char **argv)
+{
+	struct policy *p[2];
+	struct diff_line *l[2];
+	size_t n[2], i = 0, j = 0, blen;
+	bool differ = false;
+
+	if (argc != 3)
+		usage("diff takes OLD NEW");
+	for (int k = 0; k < 2; k++) {
+		if ((p[k] = load_policy(argv[1 + k], NULL, false, NULL)) == NULL) {
+			if (k == 1)
+				policy_free(p[0]);
+			return EXIT_USAGE;
+		}
+	}
+	for (int k = 0; k < 2; k++) {
+		char *body = policy_canonical(p[k], &blen);
+
+		l[k] = diff_lines(body, blen, &n[k]);
+		/* The lines point into body: keep it until the end (freed with l below). */
+		l[k] = xreallocarray(l[k], n[k] + 1, sizeof(*l[k]));
+		l[k][n[k]].key = body;
+	}
+	while (i < n[0] || j < n[1]) {
+		int c = i == n[0] ? 1 : j == n[1] ? -1 : diff_keycmp(&l[0][i], &l[1][j]);
+
+		if (c < 0) {
+			if (l[0][i].ports != NULL)
+				differ |= diff_minus('-', &l[0][i], NULL);
+			else {
+				printf("- %.*s\n", (int)l[0][i].keylen, l[0][i].key);
+				differ = true;
+			}
+			i++;
+		} else if (c > 0) {
+			if (l[1][j].ports != NULL)
+				differ |= diff_minus('+', &l[1][j], NULL);
+			else {
+				printf("+ %.*s\n", (int)l[1][j].keylen, l[1][j].key);
+				differ = true;
+			}
+			j++;
+		} else {
+			if (l[0][i].ports != NULL && l[1][j].ports != NULL) {
+				differ |= diff_minus('-', &l[0][i], &l[1][j]);
+				differ |= diff_minus('+', &l[1][j], &l[0][i]);
+			}
+			i++;
+			j++;
+		}
+	}
+	for (int k = 0; k < 2; k++) {
+		free((char *)l[k][n[k]].key);
+		free(l[k]);
+		policy_free(p[k]);
+	}
+	if (fflush(stdout) != 0)
+		return EXIT_USAGE;
+	return differ ? EXIT_INVALID : 0;
 }
 
 int
@@ -429,6 +628,7 @@ main(int argc, char **argv)
 		{ "digest", cmd_digest },
 		{ "seal", cmd_seal },
 		{ "test", cmd_test },
+		{ "diff", cmd_diff },
 	};
 
 	log_init("egress-policy", LOG_OUT_PREFIX, false, false);
