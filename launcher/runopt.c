@@ -108,9 +108,14 @@ runopt_allow_line(const char *spec, const char **why)
 	char *line;
 
 	if (spec[0] == '@') {
-		/* One field: a blank or '#' would make the line say something else. */
-		if (spec[1] == '\0' || strcspn(spec + 1, " \t#") != strlen(spec + 1)) {
-			*why = "expected @NAME, a template name (pypi, npm, go, ...)";
+		/*
+		 * A template name only: "./x" or "../x" would be "include" of a file, and a
+		 * blank or '#' would make the line say something else.
+		 */
+		if (spec[1] == '\0' || strspn(spec + 1, "abcdefghijklmnopqrstuvwxyz0123456789-_") !=
+		    strlen(spec + 1)) {
+			*why = "bad template name: expected @NAME, a template's plain name of "
+			    "lower-case letters, digits, '-' and '_' (pypi, npm, go, ...)";
 			return NULL;
 		}
 		xasprintf(&line, "include %s\n", spec + 1);
