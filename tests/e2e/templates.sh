@@ -8,7 +8,9 @@
 # - a name the template lacks (notpypi.e2e.test, which the DNS server would answer too) and a
 #   port it lacks (pypi.org:8443) are refused, and the summary says not-allowlisted;
 # - --allow @NAME of a template that does not exist, and a name with '/', are usage errors
-#   (125) naming the template folder, before anything runs.
+#   (125) naming the template folder, before anything runs;
+# - egressd -t refuses an unsealed policy with an include line ("seal the policy", at
+#   file:line:column) and takes its sealed form, which holds the template's rules.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/e2e/sandbox-lib.sh"
 cd "$WORK" || exit 1
 e2e_need openssl curl
@@ -79,5 +81,20 @@ erun --allow @../templates/pypi $DNSARGS --receipts "$R" -- sh -c ': > ran'
 expect_eq "--allow @../x: 125" 125 "$rc"
 expect_match "--allow @../x: a template is a plain name" "bad template name" "$err"
 expect_eq "--allow @../x: nothing ran" no "$([ -e "$BOX/ran" ] && echo yes || echo no)"
+
+# --- egressd reads no include file: an unsealed policy with one is refused, sealed it serves --
+printf 'include pypi\nallow api.example 443\n' > "$WORK/inc.policy"
+"$EP" seal "$WORK/inc.policy" > "$WORK/inc.sealed"
+conf_begin "principal p policy $WORK/inc.policy"
+out=$("$EGRESSD" -t -c "$WORK/egressd.conf" 2>&1); rc=$?
+expect_eq "egressd -t: an unsealed policy with an include: exit 2" 2 "$rc"
+expect_match "egressd -t: ... says where and to seal it" \
+    "$WORK/inc.policy:1:1: include is not read here: seal the policy" "$out"
+conf_begin "principal p policy $WORK/inc.sealed"
+out=$("$EGRESSD" -t -c "$WORK/egressd.conf" 2>&1); rc=$?
+expect_eq "egressd -t: its sealed form (rules expanded, no template read): exit 0" 0 "$rc"
+expect_eq "egressd -t: the sealed form has the template's rules" \
+    "allow files.pythonhosted.org 443|allow pypi.org 443" \
+    "$(grep '^allow .*py' "$WORK/inc.sealed" | tr '\n' '|' | sed 's/|$//')"
 
 finish
