@@ -448,6 +448,7 @@ diff_lines(const char *body, size_t len, size_t *n)
 {
 	struct diff_line *v = NULL;
 	const char *s = body, *end = body + len;
+	size_t cap = 0;
 
 	*n = 0;
 	while (s < end) {
@@ -465,7 +466,10 @@ diff_lines(const char *body, size_t len, size_t *n)
 				l.portslen = (size_t)(eol - sp - 1);
 			}
 		}
-		v = xreallocarray(v, *n + 1, sizeof(*v));
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 64;
+			v = xreallocarray(v, cap, sizeof(*v));
+		}
 		v[(*n)++] = l;
 		s = nl != NULL ? nl + 1 : end;
 	}
@@ -478,6 +482,7 @@ diff_ports(const char *s, size_t len, size_t *n)
 {
 	struct diff_range *v = NULL;
 	const char *end = s + len;
+	size_t cap = 0;
 
 	*n = 0;
 	while (s < end) {
@@ -487,7 +492,10 @@ diff_ports(const char *s, size_t len, size_t *n)
 		r.lo = r.hi = (unsigned)strtoul(s, &e, 10);
 		if (e < end && *e == '-')
 			r.hi = (unsigned)strtoul(e + 1, &e, 10);
-		v = xreallocarray(v, *n + 1, sizeof(*v));
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 8;
+			v = xreallocarray(v, cap, sizeof(*v));
+		}
 		v[(*n)++] = r;
 		s = e < end ? e + 1 : end;
 	}
@@ -558,6 +566,7 @@ cmd_diff(int argc, char **argv)
 {
 	struct policy *p[2];
 	struct diff_line *l[2];
+	char *body[2];
 	size_t n[2], i = 0, j = 0, blen;
 	bool differ = false;
 
@@ -571,12 +580,8 @@ cmd_diff(int argc, char **argv)
 		}
 	}
 	for (int k = 0; k < 2; k++) {
-		char *body = policy_canonical(p[k], &blen);
-
-		l[k] = diff_lines(body, blen, &n[k]);
-		/* The lines point into body: keep it until the end (freed with l below). */
-		l[k] = xreallocarray(l[k], n[k] + 1, sizeof(*l[k]));
-		l[k][n[k]].key = body;
+		body[k] = policy_canonical(p[k], &blen);
+		l[k] = diff_lines(body[k], blen, &n[k]);      /* the lines point into body */
 	}
 	while (i < n[0] || j < n[1]) {
 		int c = i == n[0] ? 1 : j == n[1] ? -1 : diff_keycmp(&l[0][i], &l[1][j]);
@@ -607,8 +612,8 @@ cmd_diff(int argc, char **argv)
 		}
 	}
 	for (int k = 0; k < 2; k++) {
-		free((char *)l[k][n[k]].key);
 		free(l[k]);
+		free(body[k]);
 		policy_free(p[k]);
 	}
 	if (fflush(stdout) != 0)

@@ -129,6 +129,20 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	policy_diag_free(&d);
+	{
+		/* The origin of a decision, through whatever the input included. */
+		static const char *const hosts[] = { "t.example", "a.example", "x.bad.t.example",
+		    "d.example", "api.github.com" };
+		char origin[1024];
+		struct host h;
+		const char *why;
+
+		for (size_t i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++)
+			if (host_parse(hosts[i], strlen(hosts[i]), &h, &why) == 0 &&
+			    (policy_decide_origin(p, &h, 443, origin, sizeof(origin)) ==
+			    EGRESS_NOT_ALLOWLISTED) != (strcmp(origin, "-") == 0))
+				abort();
+	}
 	fuzz_keys();
 	{
 		void *keys[1] = { fuzz_pub };
