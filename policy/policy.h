@@ -219,7 +219,9 @@ enum policy_mac_state policy_mac_state(const struct policy *p);
 /*
  * Decides host:port against the rules (not the address: that is addr_classify's job).
  * Returns EGRESS_ALLOWED, EGRESS_DENIED_BY_RULE or EGRESS_NOT_ALLOWLISTED; *line is the
- * deciding rule's line (0 when none decided).
+ * deciding rule's line in the top file (for a rule an include brought in, that include
+ * line; policy_decide_origin names the file and line it was written at), 0 when none
+ * decided.
  */
 enum egress_reason policy_decide(const struct policy *p, const struct host *h, uint16_t port,
     unsigned *line);
