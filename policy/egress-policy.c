@@ -1,9 +1,10 @@
 /*
- * egress-policy: keygen, check, seal, digest and test policies offline. It trusts the
+ * egress-policy: keygen, check, seal, digest, test and diff policies offline. It trusts the
  * files it is given no more than egressd would: they go through the same parser, and a
  * signature is checked by the same library call (policy_sig_check).
  *
- * Exit status: 0 success (for check: valid), 1 invalid or failed, 2 usage.
+ * Exit status: 0 success (for check: valid; for diff: equal), 1 invalid or failed (for
+ * diff: the policies differ), 2 usage (for diff also a policy that does not load).
  */
 #include "config.h"
 
