@@ -103,6 +103,8 @@ void runopt_parse(int argc, char **argv);
 void runopt_usage(const char *msg) __attribute__((noreturn));
 bool runopt_conf_safe_path(const char *s);
 char *runopt_allow_line(const char *spec, const char **why);
+/* The opener of include lines in the run's policy (templates, paths beside --policy). */
+extern const struct policy_includer runopt_includer;
 int runopt_permit_text(const char *v, char out[EGRESS_ADDRSTRLEN + 4], const char **why);
 int runopt_resolver_text(const char *v, char out[EGRESS_ADDRSTRLEN + 8], const char **why);
 

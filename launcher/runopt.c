@@ -30,7 +30,7 @@ runopt_usage(const char *msg)
 	if (msg)
 		fprintf(stderr, "egress-run: %s\n", msg);
 	fprintf(stderr,
-	    "usage: egress-run [--policy FILE|NAME | --allow HOST:PORT ... | --learn FILE]\n"
+	    "usage: egress-run [--policy FILE|NAME | --allow HOST:PORT|@TEMPLATE ... | --learn FILE]\n"
 	    "                  [--rw PATH ...]\n"
 	    "                  [--ro PATH ...] [--receipts FILE] [--no-fd4] [--resolver IP:PORT ...]\n"
 	    "                  [--hosts FILE] [--permit-range CIDR ...] [--user USER] [--quiet]\n"
@@ -85,9 +85,18 @@ runopt_conf_safe_path(const char *s)
 }
 
 /*
+ * include lines of the run's policy (--policy FILE's own, and --allow @NAME): templates
+ * from the installed folder (or $EGRESS_TEMPLATE_DIR), relative paths beside FILE.
+ */
+static struct policy_include_files runopt_files;
+const struct policy_includer runopt_includer = { policy_include_open, &runopt_files, NULL };
+
+/*
  * --allow HOST:PORTS ("[ADDR]:PORTS" for IPv6; PORTS as in a policy: 443, 80,443,
  * 8000-8100) as one policy line, or NULL with *why. The host must be canonical enough for
  * host_parse, the ports only digits, ',' and '-' and then whatever policy_load accepts.
+ * --allow @NAME is the line "include NAME": the template's rules (egress-policy(5)); NAME is
+ * checked by the parser (a plain name, the template must exist and load).
  */
 char *
 runopt_allow_line(const char *spec, const char **why)
@@ -99,8 +108,24 @@ runopt_allow_line(const char *spec, const char **why)
 	struct host h;
 	char *line;
 
+	if (spec[0] == '@') {
+		/*
+		 * A template name only: "./x" or "../x" would be "include" of a file, and a
+		 * blank or '#' would make the line say something else.
+		 */
+		if (spec[1] == '\0' || strspn(spec + 1, "abcdefghijklmnopqrstuvwxyz0123456789-_") !=
+		    strlen(spec + 1)) {
+			*why = "bad template name: expected @NAME, a template's plain name of "
+			    "lower-case letters, digits, '-' and '_' (pypi, npm, go, ...)";
+			return NULL;
+		}
+		xasprintf(&line, "include %s\n", spec + 1);
+		p = policy_load_inc("--allow", (const uint8_t *)line, strlen(line), NULL,
+		    &runopt_includer, &d);
+		goto loaded;
+	}
 	if (egress_hostport_split(spec, strlen(spec), &hp) == -1) {
-		*why = "expected HOST:PORT";
+		*why = "expected HOST:PORT or @TEMPLATE";
 		return NULL;
 	}
 	if (hp.portlen == 0 || strspn(hp.port, "0123456789,-") != hp.portlen) {
@@ -112,6 +137,7 @@ runopt_allow_line(const char *spec, const char **why)
 		return NULL;
 	xasprintf(&line, "allow %s %s\n", h.name, hp.port);
 	p = policy_load("--allow", (const uint8_t *)line, strlen(line), NULL, &d);
+loaded:
 	if (p == NULL) {
 		snprintf(err, sizeof(err), "%s", d.nerrors ? d.errors[0] : "invalid");
 		policy_diag_free(&d);
@@ -312,7 +338,8 @@ runopt_parse(int argc, char **argv)
 	if (runopt.learn != NULL && runopt.learn[0] == '\0')
 		runopt_usage("--learn takes a FILE");
 	if (runopt.policy == NULL && runopt.allow.n == 0 && runopt.learn == NULL)
-		runopt_usage("give --allow HOST:PORT, --policy FILE|NAME or --learn FILE");
+		runopt_usage("give --allow HOST:PORT (or @TEMPLATE), --policy FILE|NAME or "
+		    "--learn FILE");
 	if (runopt.receipts != NULL && runopt.receipts[0] != '/') {
 		static char abs[PATH_MAX];
 		char cwd[PATH_MAX];

@@ -47,7 +47,7 @@ runpolicy_make(const char *out)
 
 		if (buf == NULL)
 			run_setup_failed("--policy %s: %s", runopt.policy, strerror(errno));
-		p = policy_load(runopt.policy, buf, len, NULL, &d);
+		p = policy_load_inc(runopt.policy, buf, len, NULL, &runopt_includer, &d);
 		free(buf);
 		if (p == NULL)
 			run_setup_failed("--policy %s: %s", runopt.policy,
@@ -72,7 +72,9 @@ runpolicy_make(const char *out)
 		free(text);
 		text = t;
 	}
-	p = policy_load("(egress-run policy)", (const uint8_t *)text, strlen(text), NULL, &d);
+	/* --allow @NAME lines are "include NAME": sealing expands them (egressd reads none). */
+	p = policy_load_inc("(egress-run policy)", (const uint8_t *)text, strlen(text), NULL,
+	    &runopt_includer, &d);
 	free(text);
 	if (p == NULL)
 		run_setup_failed("%s", d.nerrors ? d.errors[0] : "invalid policy");

@@ -1,10 +1,11 @@
 /*
- * egress-policy: keygen, check, seal, digest and test policies offline, and suggest a
- * draft from receipts. It trusts the files it is given no more than egressd would: they
+ * egress-policy: keygen, check, seal, digest, test and diff policies offline, and suggest
+ * a draft from receipts. It trusts the files it is given no more than egressd would: they
  * go through the same parser, and a signature is checked by the same library call
  * (policy_sig_check); receipts go through libproto's scanner (suggest.c).
  *
- * Exit status: 0 success (for check: valid), 1 invalid or failed, 2 usage.
+ * Exit status: 0 success (for check: valid; for diff: equal), 1 invalid or failed (for
+ * diff: the policies differ), 2 usage (for diff also a policy that does not load).
  */
 #include "config.h"
 
@@ -38,14 +39,15 @@ usage(const char *msg)
 	    "       %s digest FILE\n"
 	    "       %s seal [--key FILE] [--sign-key FILE] FILE\n"
 	    "       %s test [--key FILE] [--pubkey FILE]... FILE HOST PORT\n"
-	    "       %s suggest [--principal NAME] RECEIPTS...\n", progname,
-	    progname, progname, progname, progname, progname);
+	    "       %s suggest [--principal NAME] RECEIPTS...\n"
+	    "       %s diff OLD NEW\n",
+	    progname, progname, progname, progname, progname, progname, progname);
 	exit(EXIT_USAGE);
 }
 
 /* Reads a whole file ("-" is stdin), at most one byte past the policy limit. */
 static uint8_t *
-read_file(const char *path, size_t *len)
+read_file(const char *path, size_t *len, char id[64])
 {
 	size_t cap = 65536, n = 0;
 	uint8_t *buf;
@@ -57,6 +59,8 @@ read_file(const char *path, size_t *len)
 		log_warn("%s", path);
 		return NULL;
 	}
+	if (id != NULL)
+		policy_include_id(fd, id);
 	buf = xmalloc(cap);
 	for (;;) {
 		ssize_t r;
@@ -217,10 +221,15 @@ load_policy(const char *path, const struct options *o, bool warn, const char **s
 	uint8_t *buf;
 	size_t len, which;
 	char why[512];
+	/* include NAME from the installed templates (or $EGRESS_TEMPLATE_DIR). */
+	struct policy_include_files files = { NULL };
+	char id[64];
+	const struct policy_includer inc = { policy_include_open, &files, id };
 
-	if ((buf = read_file(path, &len)) == NULL)
+	if ((buf = read_file(path, &len, id)) == NULL)
 		return NULL;
-	p = policy_load(name, buf, len, o != NULL && o->key != NULL ? &o->hmac : NULL, &d);
+	p = policy_load_inc(name, buf, len, o != NULL && o->key != NULL ? &o->hmac : NULL, &inc,
+	    &d);
 	free(buf);
 	for (size_t i = 0; i < d.nerrors; i++)
 		fprintf(stderr, "%s\n", d.errors[i]);
@@ -366,10 +375,9 @@ cmd_test(int argc, char **argv)
 {
 	struct policy *p;
 	struct host h;
-	const char *why, *file;
-	char *end;
+	const char *why;
+	char *end, origin[1024];
 	unsigned long port;
-	unsigned line = 0;
 	enum egress_reason r;
 
 	struct options o;
@@ -391,13 +399,12 @@ cmd_test(int argc, char **argv)
 	free_keys(&o);
 	if (p == NULL)
 		return EXIT_INVALID;
-	file = argv[1];
 	if (host_parse(argv[2], strlen(argv[2]), &h, &why) == -1) {
 		printf("deny %s - (%s)\n", egress_reason_name(EGRESS_BAD_HOST), why);
 		policy_free(p);
 		return 0;
 	}
-	r = policy_decide(p, &h, (uint16_t)port, &line);
+	r = policy_decide_origin(p, &h, (uint16_t)port, origin, sizeof(origin));
 	if (r == EGRESS_ALLOWED && h.kind != HOST_NAME) {
 		const struct policy_settings *s = policy_settings(p);
 		struct addr_verdict v;
@@ -411,9 +418,10 @@ cmd_test(int argc, char **argv)
 			return 0;
 		}
 	}
-	if (line != 0)
-		printf("%s %s %s:%u\n", r == EGRESS_ALLOWED ? "allow" : "deny",
-		    egress_reason_name(r), file, line);
+	/* The origin: "FILE:LINE", and for an included rule " (via FILE:LINE, ...)". */
+	if (strcmp(origin, "-") != 0)
+		printf("%s %s %s\n", r == EGRESS_ALLOWED ? "allow" : "deny",
+		    egress_reason_name(r), origin);
 	else
 		printf("deny %s -\n", egress_reason_name(r));
 	policy_free(p);
@@ -483,6 +491,203 @@ cmd_suggest(int argc, char **argv)
 	return 0;
 }
 
+/* --- diff --------------------------------------------------------------------------- */
+
+/*
+ * A canonical line split for the diff: allow and deny rules are keyed by verb and host
+ * (so that one added port is one "+" line, not a changed line), every other line (the
+ * settings) is its own key.
+ */
+struct diff_line {
+	const char *key;              /* "allow HOST", "deny HOST", or the whole line */
+	size_t keylen;
+	const char *ports;            /* a rule's port list, NULL for a setting */
+	size_t portslen;
+};
+
+struct diff_range {
+	unsigned lo, hi;
+};
+
+/* Splits a canonical body (one line per '\n', sorted) into lines. */
+static struct diff_line *
+diff_lines(const char *body, size_t len, size_t *n)
+{
+	struct diff_line *v = NULL;
+	const char *s = body, *end = body + len;
+	size_t cap = 0;
+
+	*n = 0;
+	while (s < end) {
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+		const char *eol = nl != NULL ? nl : end, *sp;
+		struct diff_line l = { s, (size_t)(eol - s), NULL, 0 };
+
+		if (((size_t)(eol - s) > 6 && memcmp(s, "allow ", 6) == 0) ||
+		    ((size_t)(eol - s) > 5 && memcmp(s, "deny ", 5) == 0)) {
+			size_t vl = s[0] == 'a' ? 6 : 5;     /* "allow " or "deny " */
+
+			if ((sp = memchr(s + vl, ' ', (size_t)(eol - s) - vl)) != NULL) {
+				l.keylen = (size_t)(sp - s);
+				l.ports = sp + 1;
+				l.portslen = (size_t)(eol - sp - 1);
+			}
+		}
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 64;
+			v = xreallocarray(v, cap, sizeof(*v));
+		}
+		v[(*n)++] = l;
+		s = nl != NULL ? nl + 1 : end;
+	}
+	return v;
+}
+
+/* A canonical port list ("80,443,8000-8100") as ranges. */
+static struct diff_range *
+diff_ports(const char *s, size_t len, size_t *n)
+{
+	struct diff_range *v = NULL;
+	const char *end = s + len;
+	size_t cap = 0;
+
+	*n = 0;
+	while (s < end) {
+		struct diff_range r;
+		char *e;
+
+		r.lo = r.hi = (unsigned)strtoul(s, &e, 10);
+		if (e < end && *e == '-')
+			r.hi = (unsigned)strtoul(e + 1, &e, 10);
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 8;
+			v = xreallocarray(v, cap, sizeof(*v));
+		}
+		v[(*n)++] = r;
+		s = e < end ? e + 1 : end;
+	}
+	return v;
+}
+
+/* Prints "SIGN KEY PORTS" for the ports of a (sorted, disjoint) not in b; true if any. */
+static bool
+diff_minus(char sign, const struct diff_line *l, const struct diff_line *other)
+{
+	struct diff_range *a, *b;
+	size_t na, nb, j = 0;
+	bool any = false;
+
+	a = diff_ports(l->ports, l->portslen, &na);
+	b = other != NULL ? diff_ports(other->ports, other->portslen, &nb) : NULL;
+	if (other == NULL)
+		nb = 0;
+	for (size_t i = 0; i < na; i++) {
+		unsigned lo = a[i].lo;
+
+		while (lo <= a[i].hi) {
+			while (j < nb && b[j].hi < lo)
+				j++;
+			if (j < nb && b[j].lo <= lo) {
+				lo = b[j].hi + 1;    /* covered by b up to b[j].hi */
+				continue;
+			}
+			{
+				unsigned hi = j < nb && b[j].lo <= a[i].hi ? b[j].lo - 1 : a[i].hi;
+
+				printf("%c %.*s ", sign, (int)l->keylen, l->key);
+				if (lo == hi)
+					printf("%u", lo);
+				else
+					printf("%u-%u", lo, hi);
+				/* One line per range: each is a reviewable change of its own. */
+				printf("\n");
+				any = true;
+				lo = hi + 1;
+			}
+		}
+	}
+	free(a);
+	free(b);
+	return any;
+}
+
+static int
+diff_keycmp(const struct diff_line *a, const struct diff_line *b)
+{
+	size_t n = a->keylen < b->keylen ? a->keylen : b->keylen;
+	int c = memcmp(a->key, b->key, n);
+
+	if (c != 0)
+		return c;
+	return a->keylen < b->keylen ? -1 : a->keylen > b->keylen;
+}
+
+/*
+ * diff OLD NEW: what NEW allows (denies, sets) that OLD does not, as "+" lines, and the
+ * reverse as "-" lines, over the canonical forms (so equal spellings are equal, and an
+ * include is compared by the rules it brings). Exit 0 equal, 1 different, 2 usage or a
+ * policy that does not load.
+ */
+static int
+cmd_diff(int argc, char **argv)
+{
+	struct policy *p[2];
+	struct diff_line *l[2];
+	char *body[2];
+	size_t n[2], i = 0, j = 0, blen;
+	bool differ = false;
+
+	if (argc != 3)
+		usage("diff takes OLD NEW");
+	for (int k = 0; k < 2; k++) {
+		if ((p[k] = load_policy(argv[1 + k], NULL, false, NULL)) == NULL) {
+			if (k == 1)
+				policy_free(p[0]);
+			return EXIT_USAGE;
+		}
+	}
+	for (int k = 0; k < 2; k++) {
+		body[k] = policy_canonical(p[k], &blen);
+		l[k] = diff_lines(body[k], blen, &n[k]);      /* the lines point into body */
+	}
+	while (i < n[0] || j < n[1]) {
+		int c = i == n[0] ? 1 : j == n[1] ? -1 : diff_keycmp(&l[0][i], &l[1][j]);
+
+		if (c < 0) {
+			if (l[0][i].ports != NULL)
+				differ |= diff_minus('-', &l[0][i], NULL);
+			else {
+				printf("- %.*s\n", (int)l[0][i].keylen, l[0][i].key);
+				differ = true;
+			}
+			i++;
+		} else if (c > 0) {
+			if (l[1][j].ports != NULL)
+				differ |= diff_minus('+', &l[1][j], NULL);
+			else {
+				printf("+ %.*s\n", (int)l[1][j].keylen, l[1][j].key);
+				differ = true;
+			}
+			j++;
+		} else {
+			if (l[0][i].ports != NULL && l[1][j].ports != NULL) {
+				differ |= diff_minus('-', &l[0][i], &l[1][j]);
+				differ |= diff_minus('+', &l[1][j], &l[0][i]);
+			}
+			i++;
+			j++;
+		}
+	}
+	for (int k = 0; k < 2; k++) {
+		free(l[k]);
+		free(body[k]);
+		policy_free(p[k]);
+	}
+	if (fflush(stdout) != 0)
+		return EXIT_USAGE;
+	return differ ? EXIT_INVALID : 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -496,6 +701,7 @@ main(int argc, char **argv)
 		{ "seal", cmd_seal },
 		{ "test", cmd_test },
 		{ "suggest", cmd_suggest },
+		{ "diff", cmd_diff },
 	};
 
 	log_init("egress-policy", LOG_OUT_PREFIX, false, false);

@@ -5,7 +5,8 @@
 #include "policy.h"
 
 struct policy *policy_parse_body(const char *file, const uint8_t *buf, size_t len,
-    unsigned first_line, struct policy_diag *d);
+    unsigned first_line, const struct policy_includer *inc, bool sealed,
+    struct policy_diag *d);
 void policy_set_mac_state(struct policy *p, enum policy_mac_state m);
 const char *policy_canonical_ref(const struct policy *p, size_t *len);
 /* The #sig header's signature and line (line 0: the policy carries none). */

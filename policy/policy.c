@@ -6,6 +6,15 @@
  * in two hash tables (exact names and literals; wildcard suffixes), so that a decision
  * costs a constant number of lookups per label of the asked name, whatever the policy's
  * size. deny beats allow.
+ *
+ * include lines are expanded in place: the parser asks the caller's opener
+ * (struct policy_includer) for the bytes of what a line names and parses them as part of
+ * the same policy, so the canonical form is over the expanded rules and no file is read
+ * here. Included files are untrusted like the top one, and bounded together: at most
+ * EGRESS_POLICY_MAX_INCLUDE_DEPTH deep, EGRESS_POLICY_MAX_INCLUDES files and
+ * EGRESS_POLICY_MAX_BYTES bytes in all; a file already being read is a cycle, refused.
+ * They hold only allow, deny and include: a setting there could loosen (sni off,
+ * permit-range) what the top file says, unseen by whoever reads only the top file.
  */
 #include "config.h"
 
@@ -38,7 +47,15 @@
 
 struct portrange {
 	uint16_t lo, hi;
-	unsigned line;               /* where it was written */
+	unsigned line;               /* where it was written: line of source src */
+	unsigned src;                /* index in policy.srcs; 0 is the top file */
+};
+
+/* A file the policy was read from: the top file (index 0) or an included one. */
+struct policy_src {
+	char *name;
+	unsigned parent;             /* the including file's index */
+	unsigned line;               /* the include line in it */
 };
 
 struct portset {
@@ -76,6 +93,8 @@ struct policy {
 	char *canonical;
 	size_t canonical_len;
 	char digest[EGRESS_DIGEST_STRLEN];
+	struct policy_src *srcs;
+	size_t nsrcs;
 };
 
 /* --- diagnostics ---------------------------------------------------------------- */
@@ -83,6 +102,12 @@ struct policy {
 struct parse {
 	const char *file;
 	unsigned line;
+	unsigned src;                /* file's index in p->srcs */
+	unsigned depth;              /* 0 in the top file */
+	const struct policy_includer *inc; /* NULL: include lines are refused */
+	bool sealed;                 /* parsing a sealed body */
+	size_t inc_bytes;            /* bytes of every file included so far */
+	char ids[EGRESS_POLICY_MAX_INCLUDE_DEPTH + 1][64]; /* ids of the files being read */
 	struct policy_diag *d;
 	struct policy *p;
 	/* Line of each single-valued directive, to refuse a second one. */
@@ -91,6 +116,33 @@ struct parse {
 	size_t nrules;               /* allow + deny lines */
 	size_t nallow;               /* allow lines */
 };
+
+/*
+ * " (via FILE:LINE, FILE:LINE)": the include lines that brought source src in, nearest
+ * first; "" for the top file. Cut short (with "...") rather than overflow.
+ */
+static void
+policy_via(const struct policy *p, unsigned src, char *out, size_t outlen)
+{
+	size_t n = 0;
+	int k;
+
+	out[0] = '\0';
+	for (unsigned s = src; s != 0 && s < p->nsrcs; s = p->srcs[s].parent) {
+		const struct policy_src *ps = &p->srcs[s];
+
+		k = snprintf(out + n, outlen - n, "%s%s:%u", s == src ? " (via " : ", ",
+		    p->srcs[ps->parent].name, ps->line);
+		if (k < 0 || (size_t)k >= outlen - n - 1) {
+			snprintf(out + (outlen > 5 ? outlen - 5 : 0), outlen > 5 ? 5 : outlen,
+			    "...)");
+			return;
+		}
+		n += (size_t)k;
+	}
+	if (n != 0)
+		snprintf(out + n, outlen - n, ")");
+}
 
 static void __attribute__((format(printf, 3, 4)))
 parse_error(struct parse *ps, size_t col, const char *fmt, ...)
@@ -107,8 +159,12 @@ parse_error(struct parse *ps, size_t col, const char *fmt, ...)
 	va_end(ap);
 	if (ps->line == 0)
 		xasprintf(&full, "%s: %s", ps->file, msg);
-	else
-		xasprintf(&full, "%s:%u:%zu: %s", ps->file, ps->line, col, msg);
+	else {
+		char via[512];
+
+		policy_via(ps->p, ps->src, via, sizeof(via));
+		xasprintf(&full, "%s:%u:%zu: %s%s", ps->file, ps->line, col, msg, via);
+	}
 	free(msg);
 	d->errors = xreallocarray(d->errors, d->nerrors + 1, sizeof(*d->errors));
 	d->errors[d->nerrors++] = full;
@@ -127,7 +183,12 @@ parse_warning(struct parse *ps, size_t col, const char *fmt, ...)
 	if (vasprintf(&msg, fmt, ap) < 0)
 		abort();
 	va_end(ap);
-	xasprintf(&full, "%s:%u:%zu: warning: %s", ps->file, ps->line, col, msg);
+	{
+		char via[512];
+
+		policy_via(ps->p, ps->src, via, sizeof(via));
+		xasprintf(&full, "%s:%u:%zu: warning: %s%s", ps->file, ps->line, col, msg, via);
+	}
 	free(msg);
 	d->warnings = xreallocarray(d->warnings, d->nwarnings + 1, sizeof(*d->warnings));
 	d->warnings[d->nwarnings++] = full;
@@ -213,12 +274,13 @@ policy_rule_get(struct policy *p, const char *host, size_t n, bool wildcard)
 /* --- port sets -------------------------------------------------------------------- */
 
 static void
-portset_add(struct portset *ps, uint16_t lo, uint16_t hi, unsigned line)
+portset_add(struct portset *ps, uint16_t lo, uint16_t hi, unsigned line, unsigned src)
 {
 	ps->raw = xreallocarray(ps->raw, ps->nraw + 1, sizeof(*ps->raw));
 	ps->raw[ps->nraw].lo = lo;
 	ps->raw[ps->nraw].hi = hi;
 	ps->raw[ps->nraw].line = line;
+	ps->raw[ps->nraw].src = src;
 	ps->nraw++;
 }
 
@@ -256,8 +318,8 @@ portset_merge(struct portset *ps)
 	ps->nspan = n + 1;
 }
 
-/* Returns the line that put port in the set, or 0. */
-static unsigned
+/* Returns the range as written that put port in the set, or NULL. */
+static const struct portrange *
 portset_match(const struct portset *ps, uint16_t port)
 {
 	size_t lo = 0, hi = ps->nspan;
@@ -272,11 +334,11 @@ portset_match(const struct portset *ps, uint16_t port)
 		else {
 			for (size_t i = 0; i < ps->nraw; i++)
 				if (port >= ps->raw[i].lo && port <= ps->raw[i].hi)
-					return ps->raw[i].line;
-			return 0;   /* not reached: span is made of raw */
+					return &ps->raw[i];
+			return NULL;   /* not reached: span is made of raw */
 		}
 	}
-	return 0;
+	return NULL;
 }
 
 static void
@@ -353,7 +415,7 @@ parse_ports(struct parse *ps, const struct fields_field *f, struct portset *set)
 			}
 			q = r;
 		}
-		portset_add(set, (uint16_t)lo, (uint16_t)hi, ps->line);
+		portset_add(set, (uint16_t)lo, (uint16_t)hi, ps->line, ps->src);
 		if (q == end)
 			return 0;
 		if (*q != ',' || q + 1 == end) {
@@ -481,7 +543,7 @@ parse_rule_any(struct parse *ps, bool allow, const struct fields_field *f, size_
 			return -1;
 		}
 	} else
-		portset_add(&ports, 1, 65535, ps->line);
+		portset_add(&ports, 1, 65535, ps->line, ps->src);
 	if (++ps->nrules > EGRESS_POLICY_MAX_RULES) {
 		parse_error(ps, f[0].col, "more than %d allow and deny rules",
 		    EGRESS_POLICY_MAX_RULES);
@@ -496,7 +558,7 @@ parse_rule_any(struct parse *ps, bool allow, const struct fields_field *f, size_
 	r = policy_rule_get(ps->p, "*", 1, false);
 	for (size_t i = 0; i < ports.nraw; i++)
 		portset_add(allow ? &r->allow : &r->deny, ports.raw[i].lo, ports.raw[i].hi,
-		    ps->line);
+		    ps->line, ps->src);
 	portset_free(&ports);
 	return 0;
 }
@@ -549,7 +611,7 @@ parse_rule(struct parse *ps, bool allow, const struct fields_field *f, size_t nf
 			return -1;
 		}
 	} else
-		portset_add(&ports, 1, 65535, ps->line);
+		portset_add(&ports, 1, 65535, ps->line, ps->src);
 	if (++ps->nrules > EGRESS_POLICY_MAX_RULES) {
 		parse_error(ps, f[0].col, "more than %d allow and deny rules",
 		    EGRESS_POLICY_MAX_RULES);
@@ -568,7 +630,7 @@ parse_rule(struct parse *ps, bool allow, const struct fields_field *f, size_t nf
 	r = policy_rule_get(ps->p, h.name, strlen(h.name), wildcard);
 	for (size_t i = 0; i < ports.nraw; i++)
 		portset_add(allow ? &r->allow : &r->deny, ports.raw[i].lo, ports.raw[i].hi,
-		    ps->line);
+		    ps->line, ps->src);
 	portset_free(&ports);
 	return 0;
 }
@@ -610,6 +672,168 @@ parse_permit(struct parse *ps, const struct fields_field *f, size_t nf)
 	return 0;
 }
 
+static void parse_lines(struct parse *ps, const uint8_t *buf, size_t len,
+    unsigned first_line);
+
+/* A template name: a plain identifier, so that it can only name a file of the folder. */
+static bool
+include_name_ok(const char *s, size_t len)
+{
+	if (len == 0 || len > EGRESS_POLICY_MAX_TEMPLATE)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		    (i > 0 && (c == '-' || c == '_'))))
+			return false;
+	}
+	return true;
+}
+
+/* "top:1 -> a:3 -> b:2 -> NAME": the files being read, each with its include line. */
+static void
+include_chain(const struct parse *ps, const char *last, char *out, size_t outlen)
+{
+	unsigned chain[EGRESS_POLICY_MAX_INCLUDE_DEPTH + 1];
+	size_t n = 0, k = 0;
+
+	for (unsigned s = ps->src; n < sizeof(chain) / sizeof(chain[0]); s = ps->p->srcs[s].parent) {
+		chain[n++] = s;
+		if (s == 0)
+			break;
+	}
+	out[0] = '\0';
+	while (n-- > 0) {
+		unsigned s = chain[n];
+		/* The line in s that leads on: the include line of the next file, or ours. */
+		unsigned line = n == 0 ? ps->line : ps->p->srcs[chain[n - 1]].line;
+		int w = snprintf(out + k, outlen - k, "%s:%u -> ", ps->p->srcs[s].name, line);
+
+		if (w < 0 || (size_t)w >= outlen - k)
+			return;
+		k += (size_t)w;
+	}
+	snprintf(out + k, outlen - k, "%s", last);
+}
+
+/*
+ * include NAME | include ./PATH | include ../PATH: the file's allow, deny and include
+ * lines become the policy's, each rule remembering where it was written.
+ */
+static int
+parse_include(struct parse *ps, const struct fields_field *f, size_t nf)
+{
+	struct policy *p = ps->p;
+	struct policy_include_file in;
+	const char *t;
+	char target[EGRESS_POLICY_MAX_LINE + 1], why[512], chain[1024];
+	bool template;
+	size_t len;
+	int rc = -1;
+
+	if (nf != 2) {
+		parse_error(ps, nf < 2 ? f[0].col + f[0].len : f[2].col,
+		    "expected: include NAME (a template) or include ./PATH");
+		return -1;
+	}
+	t = f[1].s;
+	len = f[1].len;
+	if (ps->inc == NULL) {
+		parse_error(ps, f[0].col, ps->sealed ?
+		    "include in a sealed policy (a sealed body holds the expanded rules, never "
+		    "an include)" :
+		    "include is not read here: seal the policy (egress-policy seal FILE > "
+		    "FILE.sealed writes it with every included rule expanded) and use the "
+		    "sealed file");
+		return -1;
+	}
+	template = !((len > 2 && memcmp(t, "./", 2) == 0) || (len > 3 && memcmp(t, "../", 3) == 0));
+	if (template && !include_name_ok(t, len)) {
+		if (t[0] == '/')
+			parse_error(ps, f[1].col, "include takes a template NAME or a path relative "
+			    "to this file (./PATH or ../PATH), not an absolute path");
+		else
+			parse_error(ps, f[1].col, "bad template name '%.*s': a template is a plain "
+			    "name of at most %d lower-case letters, digits, '-' and '_' (no '/', "
+			    "no '.'); write ./PATH for a file", (int)len, t,
+			    EGRESS_POLICY_MAX_TEMPLATE);
+		return -1;
+	}
+	if (ps->depth >= EGRESS_POLICY_MAX_INCLUDE_DEPTH) {
+		include_chain(ps, "...", chain, sizeof(chain));
+		parse_error(ps, f[0].col, "includes nested deeper than %d (%s)",
+		    EGRESS_POLICY_MAX_INCLUDE_DEPTH, chain);
+		return -1;
+	}
+	if (p->nsrcs > EGRESS_POLICY_MAX_INCLUDES) {
+		parse_error(ps, f[0].col, "more than %d included files",
+		    EGRESS_POLICY_MAX_INCLUDES);
+		return -1;
+	}
+	memcpy(target, t, len);
+	target[len] = '\0';
+	memset(&in, 0, sizeof(in));
+	why[0] = '\0';
+	if (ps->inc->open(ps->inc->arg, ps->file, target, template, &in, why, sizeof(why)) == -1) {
+		parse_error(ps, f[1].col, "cannot include %s '%s': %s", template ? "template" :
+		    "file", target, why[0] ? why : "not found");
+		free(in.buf);
+		free(in.name);
+		return -1;
+	}
+	if (in.name == NULL)
+		in.name = xstrdup(target);
+	in.id[sizeof(in.id) - 1] = '\0';
+	/* A file being read (by id, or by name for the top file, which has no id) is a cycle. */
+	for (unsigned s = ps->src, k = ps->depth;; s = p->srcs[s].parent, k--) {
+		if (strcmp(p->srcs[s].name, in.name) == 0 ||
+		    (in.id[0] != '\0' && strcmp(ps->ids[k], in.id) == 0)) {
+			include_chain(ps, in.name, chain, sizeof(chain));
+			parse_error(ps, f[1].col, "include cycle: %s is already being read (%s)",
+			    in.name, chain);
+			goto out;
+		}
+		if (s == 0)
+			break;
+	}
+	if (in.len > EGRESS_POLICY_MAX_BYTES - ps->inc_bytes) {
+		parse_error(ps, f[1].col, "included files larger than %u bytes in all",
+		    EGRESS_POLICY_MAX_BYTES);
+		goto out;
+	}
+	if (in.len >= sizeof(EGRESS_SEAL_MAGIC) - 1 &&
+	    memcmp(in.buf, "#!egress-policy", sizeof("#!egress-policy") - 1) == 0) {
+		parse_error(ps, f[1].col, "%s is a sealed policy: include its plain source "
+		    "(a sealed file carries settings, which an included file may not)", in.name);
+		goto out;
+	}
+	ps->inc_bytes += in.len;
+	p->srcs = xreallocarray(p->srcs, p->nsrcs + 1, sizeof(*p->srcs));
+	p->srcs[p->nsrcs].name = in.name;
+	p->srcs[p->nsrcs].parent = ps->src;
+	p->srcs[p->nsrcs].line = ps->line;
+	in.name = NULL;
+	{
+		struct parse saved = *ps;
+
+		ps->file = p->srcs[p->nsrcs].name;
+		ps->src = (unsigned)p->nsrcs++;
+		ps->depth++;
+		memcpy(ps->ids[ps->depth], in.id, sizeof(in.id));
+		parse_lines(ps, in.buf, in.len, 1);
+		ps->file = saved.file;
+		ps->src = saved.src;
+		ps->depth = saved.depth;
+		ps->line = saved.line;
+	}
+	rc = 0;
+out:
+	free(in.buf);
+	free(in.name);
+	return rc;
+}
+
 static int
 parse_directive(struct parse *ps, const struct fields_field *f, size_t nf)
 {
@@ -619,6 +843,15 @@ parse_directive(struct parse *ps, const struct fields_field *f, size_t nf)
 
 	if (field_is(&f[0], "allow") || field_is(&f[0], "deny"))
 		return parse_rule(ps, field_is(&f[0], "allow"), f, nf);
+	if (field_is(&f[0], "include"))
+		return parse_include(ps, f, nf);
+	if (ps->src != 0 && (field_is(&f[0], "permit-range") || field_is(&f[0], "sni") ||
+	    field_is(&f[0], "quota") || field_is(&f[0], "timeout") || field_is(&f[0], "pin"))) {
+		parse_error(ps, f[0].col, "'%.*s' in an included file: an included file holds "
+		    "only allow, deny and include lines (settings belong in the top policy, "
+		    "where its reader sees them)", (int)f[0].len, f[0].s);
+		return -1;
+	}
 	if (field_is(&f[0], "permit-range"))
 		return parse_permit(ps, f, nf);
 	if (field_is(&f[0], "sni")) {
@@ -732,7 +965,7 @@ parse_directive(struct parse *ps, const struct fields_field *f, size_t nf)
 		}
 		return 0;
 	}
-	parse_error(ps, f[0].col, "unknown directive '%.*s' (expected allow, deny, "
+	parse_error(ps, f[0].col, "unknown directive '%.*s' (expected allow, deny, include, "
 	    "permit-range, sni, quota, timeout or pin)", (int)f[0].len, f[0].s);
 	return -1;
 }
@@ -972,42 +1205,61 @@ policy_free(struct policy *p)
 	free(p->wild.slot);
 	free(p->permit);
 	free(p->canonical);
+	for (size_t i = 0; i < p->nsrcs; i++)
+		free(p->srcs[i].name);
+	free(p->srcs);
 	free(p);
 }
 
-/*
- * Parses the lines of buf; first_line is the file line number of buf's first byte (a
- * sealed file's body starts after its header). Returns NULL on any error.
- */
-struct policy *
-policy_parse_body(const char *file, const uint8_t *buf, size_t len, unsigned first_line,
-    struct policy_diag *d)
+/* The lines of one file (the top one or an included one), first_line its first's number. */
+static void
+parse_lines(struct parse *ps, const uint8_t *buf, size_t len, unsigned first_line)
 {
-	struct parse ps;
 	const char *s = (const char *)buf, *end = s + len;
 
-	memset(&ps, 0, sizeof(ps));
-	ps.file = file;
-	ps.d = d;
-	ps.p = policy_new();
-	if (len > EGRESS_POLICY_MAX_BYTES) {
-		parse_error(&ps, 0, "policy larger than %u bytes", EGRESS_POLICY_MAX_BYTES);
-		policy_free(ps.p);
-		return NULL;
-	}
-	ps.line = first_line;
-	while (s < end && d->nerrors < EGRESS_POLICY_MAX_ERRORS) {
+	ps->line = first_line;
+	while (s < end && ps->d->nerrors < EGRESS_POLICY_MAX_ERRORS) {
 		const char *nl = memchr(s, '\n', (size_t)(end - s));
 		const char *eol = nl ? nl : end;
 		const char *nul = memchr(s, '\0', (size_t)(eol - s));
 
 		if (nul != NULL)
-			parse_error(&ps, (size_t)(nul - s) + 1, "NUL byte");
+			parse_error(ps, (size_t)(nul - s) + 1, "NUL byte");
 		else
-			parse_line(&ps, s, (size_t)(eol - s));
+			parse_line(ps, s, (size_t)(eol - s));
 		s = nl ? nl + 1 : end;
-		ps.line++;
+		ps->line++;
 	}
+}
+
+/*
+ * Parses the lines of buf; first_line is the file line number of buf's first byte (a
+ * sealed file's body starts after its header). inc opens what include lines name (NULL:
+ * they are refused; sealed says why). Returns NULL on any error.
+ */
+struct policy *
+policy_parse_body(const char *file, const uint8_t *buf, size_t len, unsigned first_line,
+    const struct policy_includer *inc, bool sealed, struct policy_diag *d)
+{
+	struct parse ps;
+
+	memset(&ps, 0, sizeof(ps));
+	ps.file = file;
+	ps.d = d;
+	ps.inc = inc;
+	ps.sealed = sealed;
+	if (inc != NULL && inc->top_id != NULL)
+		snprintf(ps.ids[0], sizeof(ps.ids[0]), "%s", inc->top_id);
+	ps.p = policy_new();
+	ps.p->srcs = xcalloc(1, sizeof(*ps.p->srcs));
+	ps.p->srcs[0].name = xstrdup(file);
+	ps.p->nsrcs = 1;
+	if (len > EGRESS_POLICY_MAX_BYTES) {
+		parse_error(&ps, 0, "policy larger than %u bytes", EGRESS_POLICY_MAX_BYTES);
+		policy_free(ps.p);
+		return NULL;
+	}
+	parse_lines(&ps, buf, len, first_line);
 	if (d->nerrors == 0 && ps.p->set.pin_min > ps.p->set.pin_max) {
 		ps.line = ps.seen_pin_min ? ps.seen_pin_min : ps.seen_pin_max;
 		parse_error(&ps, 1, "pin min (%llus) is above pin max (%llus)",
@@ -1099,31 +1351,31 @@ policy_any_rule(const struct policy *p)
 	return idx != 0 ? &p->rules[idx - 1] : NULL;
 }
 
-/* The line of the rule of every host when it has port, or 0. */
-static unsigned
+/* The range of the rule of every host that has port, or NULL. */
+static const struct portrange *
 policy_match_any(const struct policy *p, uint16_t port, bool deny)
 {
 	const struct rule *r = policy_any_rule(p);
 
-	return r != NULL ? portset_match(deny ? &r->deny : &r->allow, port) : 0;
+	return r != NULL ? portset_match(deny ? &r->deny : &r->allow, port) : NULL;
 }
 
 /*
- * The line of the rule that matches h:port: exact first, then wildcards, longest first,
+ * The rule that matches h:port, as written: exact first, then wildcards, longest first,
  * then the rule of every host.
  */
-static unsigned
+static const struct portrange *
 policy_match(const struct policy *p, const struct host *h, uint16_t port, bool deny)
 {
 	size_t n = strlen(h->name), idx;
-	unsigned line;
+	const struct portrange *line;
 
 	idx = htab_find(&p->exact, p->rules, h->name, n);
 	if (idx != 0) {
 		const struct rule *r = &p->rules[idx - 1];
 
 		line = portset_match(deny ? &r->deny : &r->allow, port);
-		if (line != 0)
+		if (line != NULL)
 			return line;
 	}
 	if (h->kind != HOST_NAME || p->wild.n == 0)
@@ -1137,42 +1389,77 @@ policy_match(const struct policy *p, const struct host *h, uint16_t port, bool d
 			const struct rule *r = &p->rules[idx - 1];
 
 			line = portset_match(deny ? &r->deny : &r->allow, port);
-			if (line != 0)
+			if (line != NULL)
 				return line;
 		}
 	}
 	return policy_match_any(p, port, deny);
 }
 
+/* The rule's line in the top file: its own, or the include line that brought it in. */
+static unsigned
+policy_top_line(const struct policy *p, const struct portrange *r)
+{
+	unsigned s = r->src, line = r->line;
+
+	while (s != 0 && s < p->nsrcs) {
+		line = p->srcs[s].line;
+		s = p->srcs[s].parent;
+	}
+	return line;
+}
+
 bool
 policy_denies(const struct policy *p, const struct host *h, uint16_t port, unsigned *line)
 {
-	unsigned l = policy_match(p, h, port, true);
+	const struct portrange *r = policy_match(p, h, port, true);
 
 	if (line != NULL)
-		*line = l;
-	return l != 0;
+		*line = r != NULL ? policy_top_line(p, r) : 0;
+	return r != NULL;
+}
+
+static enum egress_reason
+policy_decide_rule(const struct policy *p, const struct host *h, uint16_t port,
+    const struct portrange **rule)
+{
+	if (port == 0) {
+		*rule = NULL;
+		return EGRESS_NOT_ALLOWLISTED;
+	}
+	if ((*rule = policy_match(p, h, port, true)) != NULL)
+		return EGRESS_DENIED_BY_RULE;
+	if ((*rule = policy_match(p, h, port, false)) != NULL)
+		return EGRESS_ALLOWED;
+	return EGRESS_NOT_ALLOWLISTED;
 }
 
 enum egress_reason
 policy_decide(const struct policy *p, const struct host *h, uint16_t port, unsigned *line)
 {
-	unsigned l;
+	const struct portrange *r;
+	enum egress_reason why = policy_decide_rule(p, h, port, &r);
 
-	if (port == 0) {
-		*line = 0;
-		return EGRESS_NOT_ALLOWLISTED;
+	*line = r != NULL ? policy_top_line(p, r) : 0;
+	return why;
+}
+
+enum egress_reason
+policy_decide_origin(const struct policy *p, const struct host *h, uint16_t port, char *out,
+    size_t outlen)
+{
+	const struct portrange *r;
+	enum egress_reason why = policy_decide_rule(p, h, port, &r);
+	char via[512];
+
+	if (r == NULL)
+		snprintf(out, outlen, "-");
+	else {
+		policy_via(p, r->src, via, sizeof(via));
+		snprintf(out, outlen, "%s:%u%s", p->srcs[r->src < p->nsrcs ? r->src : 0].name,
+		    r->line, via);
 	}
-	if ((l = policy_match(p, h, port, true)) != 0) {
-		*line = l;
-		return EGRESS_DENIED_BY_RULE;
-	}
-	if ((l = policy_match(p, h, port, false)) != 0) {
-		*line = l;
-		return EGRESS_ALLOWED;
-	}
-	*line = 0;
-	return EGRESS_NOT_ALLOWLISTED;
+	return why;
 }
 
 /*

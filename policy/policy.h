@@ -5,10 +5,11 @@
  *  addr.c    addresses, CIDR ranges, classification against the special-purpose table
  *  policy.c  the policy language: parser, canonical form, matching
  *  seal.c    digest, HMAC seal, Ed25519 signature and the sealed-file format
+ *  include.c the opener the programs hand the parser for include lines (reads files)
  *
- * Everything here is a pure function of its inputs (no I/O, no global state except the
- * special-purpose table built once and libcrypto's own), bounded, and safe on untrusted
- * bytes.
+ * Everything here but include.c is a pure function of its inputs (no I/O, no global state
+ * except the special-purpose table built once and libcrypto's own), bounded, and safe on
+ * untrusted bytes.
  */
 #ifndef EGRESS_POLICY_H
 #define EGRESS_POLICY_H
@@ -152,6 +153,39 @@ void policy_diag_free(struct policy_diag *d);
 struct policy;
 
 /*
+ * include (egress-policy(5)): "include NAME" names a template, "include ./PATH" or
+ * "include ../PATH" a file beside the including one. The parser reads no file itself: it
+ * asks the caller's opener for the bytes, so that it stays a pure function of what it is
+ * given (unit tests and the fuzzer hand it bytes from memory; the programs pass
+ * policy_include_files from policy/include.c). Included files hold only allow, deny and
+ * include lines; settings stay the including policy's own.
+ */
+#define EGRESS_POLICY_MAX_INCLUDE_DEPTH 8   /* nested includes below the top file */
+#define EGRESS_POLICY_MAX_INCLUDES 256      /* include files read for one policy */
+#define EGRESS_POLICY_MAX_TEMPLATE 64       /* longest template NAME */
+
+struct policy_include_file {
+	uint8_t *buf;                 /* the file's bytes (malloc'd; the parser frees them) */
+	size_t len;
+	char *name;                   /* its name in errors and origins (malloc'd; kept) */
+	char id[64];                  /* one file, one id (dev:ino), to refuse a cycle */
+};
+
+struct policy_includer {
+	/*
+	 * Opens what "include TARGET" names in the file called from (its name as the
+	 * opener gave it, or the top file's): a template NAME (template true; NAME already
+	 * checked to be a plain identifier) or a relative path ("./x", "../x"; the opener
+	 * resolves it against from's directory). Returns 0 with *out filled, or -1 with a
+	 * message in why.
+	 */
+	int (*open)(void *arg, const char *from, const char *target, bool template,
+	    struct policy_include_file *out, char *why, size_t whylen);
+	void *arg;
+	const char *top_id;           /* the top file's id when known (NULL: by name only) */
+};
+
+/*
  * Parses a policy, plain or sealed. A sealed file (first line "#!egress-policy 1") must
  * carry a digest that matches its body, and its body must be in canonical form; with a key
  * it must carry a MAC made with that key. Without a key a sealed file's MAC is not checked
@@ -161,6 +195,14 @@ struct policy;
  */
 struct policy *policy_load(const char *file, const uint8_t *buf, size_t len,
     const struct egress_key *key, struct policy_diag *d);
+/*
+ * The same with an opener for include lines. policy_load is this with inc NULL: an
+ * include line is then an error telling the operator to seal the policy (a sealed file
+ * holds the expanded rules and never an include). A sealed file's body is never given
+ * the opener.
+ */
+struct policy *policy_load_inc(const char *file, const uint8_t *buf, size_t len,
+    const struct egress_key *key, const struct policy_includer *inc, struct policy_diag *d);
 void policy_free(struct policy *p);
 
 const struct policy_settings *policy_settings(const struct policy *p);
@@ -177,7 +219,9 @@ enum policy_mac_state policy_mac_state(const struct policy *p);
 /*
  * Decides host:port against the rules (not the address: that is addr_classify's job).
  * Returns EGRESS_ALLOWED, EGRESS_DENIED_BY_RULE or EGRESS_NOT_ALLOWLISTED; *line is the
- * deciding rule's line (0 when none decided).
+ * deciding rule's line in the top file (for a rule an include brought in, that include
+ * line; policy_decide_origin names the file and line it was written at), 0 when none
+ * decided.
  */
 enum egress_reason policy_decide(const struct policy *p, const struct host *h, uint16_t port,
     unsigned *line);
@@ -188,6 +232,14 @@ enum egress_reason policy_decide(const struct policy *p, const struct host *h, u
  * EGRESS_NOT_ALLOWLISTED. Costs a policy_decide per port range of the matching rules.
  */
 enum egress_reason policy_decide_name(const struct policy *p, const struct host *h);
+/*
+ * policy_decide with the deciding rule's origin in out: "FILE:LINE" for a rule of the
+ * top file, "FILE:LINE (via FILE:LINE ...)" for an included one, the include lines that
+ * brought it in nearest first; "-" when no rule decided. policy_decide's *line is the
+ * line in the top file (for an included rule, its include line).
+ */
+enum egress_reason policy_decide_origin(const struct policy *p, const struct host *h,
+    uint16_t port, char *out, size_t outlen);
 /* True when a deny rule matches name:port (for each name of a CNAME chain). */
 bool policy_denies(const struct policy *p, const struct host *h, uint16_t port,
     unsigned *line);
@@ -196,6 +248,22 @@ bool policy_denies(const struct policy *p, const struct host *h, uint16_t port,
 char *policy_canonical(const struct policy *p, size_t *len);
 /* "sha256:<64 hex>" of the canonical body. */
 void policy_digest(const struct policy *p, char out[EGRESS_DIGEST_STRLEN]);
+
+/* --- include.c: the real opener (the one part of this library that reads files) --- */
+
+/*
+ * The programs' opener: templates from dir (policy_template_dir), relative paths joined
+ * with the including file's folder. arg is a struct policy_include_files.
+ */
+struct policy_include_files {
+	const char *template_dir;
+};
+int policy_include_open(void *arg, const char *from, const char *target, bool template,
+    struct policy_include_file *out, char *why, size_t whylen);
+/* The id policy_include_open gives the file open on fd ("" when fstat fails). */
+void policy_include_id(int fd, char id[64]);
+/* $EGRESS_TEMPLATE_DIR when set and not empty, else the installed folder. */
+const char *policy_template_dir(void);
 
 /* --- seal.c --------------------------------------------------------------------- */
 

@@ -209,6 +209,13 @@ struct policy *
 policy_load(const char *file, const uint8_t *buf, size_t len, const struct egress_key *key,
     struct policy_diag *d)
 {
+	return policy_load_inc(file, buf, len, key, NULL, d);
+}
+
+struct policy *
+policy_load_inc(const char *file, const uint8_t *buf, size_t len, const struct egress_key *key,
+    const struct policy_includer *inc, struct policy_diag *d)
+{
 	size_t mlen = strlen(EGRESS_SEAL_MAGIC);
 	char digest[EGRESS_DIGEST_STRLEN], mac[EGRESS_DIGEST_STRLEN];
 	char want[EGRESS_DIGEST_STRLEN];
@@ -240,7 +247,7 @@ policy_load(const char *file, const uint8_t *buf, size_t len, const struct egres
 			    "carries no MAC (seal it with egress-policy seal --key)");
 			return NULL;
 		}
-		return policy_parse_body(file, buf, len, 1, d);
+		return policy_parse_body(file, buf, len, 1, inc, false, d);
 	}
 	pos += mlen + 1;
 	if ((name = seal_header_name(pos, end)) != NULL && strcmp(name, "#digest") != 0) {
@@ -303,7 +310,7 @@ policy_load(const char *file, const uint8_t *buf, size_t len, const struct egres
 			return NULL;
 		}
 	}
-	p = policy_parse_body(file, pos, (size_t)(end - pos), first_line, d);
+	p = policy_parse_body(file, pos, (size_t)(end - pos), first_line, NULL, true, d);
 	if (p == NULL)
 		return NULL;
 	canon = policy_canonical_ref(p, &clen);

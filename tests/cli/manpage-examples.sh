@@ -18,22 +18,48 @@ expect_eq "egress-policy(5) example is docs/examples/example.policy" "" \
 literal "$top_srcdir/man/egress-policy.5" | tail -n 16 > canon.page
 expect_eq "egress-policy(5) canonical form is what seal writes" "" "$(diff canon.page canon.expected.tmp)"
 
-# Each "$ egress-policy test ..." line is followed by the exact output.
+# Each "$ egress-policy test ..." line is followed by the exact output, each
+# "$ egress-policy diff ..." by its output up to the next "$ " line; "$ cat FILE" shows a
+# file, which is written as shown for the lines that follow. Templates are the source
+# tree's, shown under their installed folder.
 literal "$top_srcdir/man/egress-policy.1" > page.txt
-n=0
+EGRESS_TEMPLATE_DIR=$top_srcdir/templates
+export EGRESS_TEMPLATE_DIR
+installed() { sed "s|$EGRESS_TEMPLATE_DIR/|/usr/local/share/egress/templates/|g"; }
+n=0 ndiff=0 pending=
+flush() {
+	case "$pending" in
+	cat\ *) printf '%s' "$body" > "${pending#cat }" ;;
+	diff\ *)
+		# shellcheck disable=SC2086
+		got=$("$EP" $pending 2>&1 | installed)
+		expect_eq "man page: egress-policy $pending" "$(printf '%s' "$body")" "$got"
+		ndiff=$((ndiff + 1)) ;;
+	esac
+	pending= body=
+}
 while IFS= read -r line; do
 	case "$line" in
+	'$ '*) flush ;;
+	*) [ -n "$pending" ] && body="$body$line
+" ;;
+	esac
+	case "$line" in
+	'$ cat '*) pending="cat ${line#'$ cat '}" ;;
+	'$ egress-policy diff '*) pending="${line#'$ egress-policy '}" ;;
 	'$ egress-policy test '*)
 		cmd=${line#'$ egress-policy '}
 		IFS= read -r want
 		# shellcheck disable=SC2086
-		got=$("$EP" $cmd 2>&1)
+		got=$("$EP" $cmd 2>&1 | installed)
 		expect_eq "man page: egress-policy $cmd" "$want" "$got"
 		n=$((n + 1))
 		;;
 	esac
 done < page.txt
-expect_eq "the page has its ten test examples" 10 "$n"
+flush
+expect_eq "the page has its twelve test examples" 12 "$n"
+expect_eq "the page has its diff example" 1 "$ndiff"
 
 # The keygen / seal / check example, with a key of our own.
 "$EP" keygen policy.key 2>/dev/null

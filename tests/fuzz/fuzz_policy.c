@@ -4,6 +4,12 @@
  * parses to the same canonical form, and sealing it then loading the seal gives the same
  * digest; a #sig that loaded verifies or not (never anything else) under a fixed key;
  * sealing with that key's private half gives a file that loads and verifies under it.
+ *
+ * include lines go through an opener over a fixed in-memory set (the parser reads no
+ * file): a template "t", a cycle "./a" <-> "./b", a chain "./d1" .. "./d9" one deeper than
+ * the bound, and "./x", whose bytes are the input's after its first "\n--\n" (the part
+ * before is the top file). The properties above then hold for the expanded policy: its
+ * canonical form, loaded with no opener at all, has the same digest.
  */
 #include "config.h"
 
@@ -39,6 +45,62 @@ fuzz_keys(void)
 		abort();
 }
 
+static const struct {
+	const char *name;
+	const char *text;
+} fuzz_files[] = {
+	{ "t.policy", "allow t.example 443\ndeny *.bad.t.example\n" },
+	{ "a", "allow a.example 1-10\ninclude ./b\n" },
+	{ "b", "include ./a\n" },
+	{ "d1", "include ./d2\n" }, { "d2", "include ./d3\n" }, { "d3", "include ./d4\n" },
+	{ "d4", "include ./d5\n" }, { "d5", "include ./d6\n" }, { "d6", "include ./d7\n" },
+	{ "d7", "include ./d8\n" }, { "d8", "include ./d9\n" },
+	{ "d9", "allow d.example 443\n" },
+};
+
+struct fuzz_extra {
+	const uint8_t *buf;           /* "./x": the input after its "\n--\n" */
+	size_t len;
+};
+
+static int
+fuzz_open(void *arg, const char *from, const char *target, bool template,
+    struct policy_include_file *out, char *why, size_t whylen)
+{
+	const struct fuzz_extra *x = arg;
+	char name[80];
+	const uint8_t *buf = NULL;
+	size_t len = 0;
+
+	(void)from;
+	if (strlen(target) > 64)
+		goto none;
+	snprintf(name, sizeof(name), template ? "%s.policy" : "%s", template ? target :
+	    strncmp(target, "./", 2) == 0 ? target + 2 : target);
+	if (strcmp(name, "x") == 0 && x->buf != NULL) {
+		buf = x->buf;
+		len = x->len;
+	} else
+		for (size_t i = 0; i < sizeof(fuzz_files) / sizeof(fuzz_files[0]); i++)
+			if (strcmp(fuzz_files[i].name, name) == 0) {
+				buf = (const uint8_t *)fuzz_files[i].text;
+				len = strlen(fuzz_files[i].text);
+			}
+	if (buf == NULL)
+		goto none;
+	out->buf = malloc(len + 1);
+	if (out->buf == NULL)
+		abort();
+	memcpy(out->buf, buf, len);
+	out->len = len;
+	out->name = strdup(name);
+	snprintf(out->id, sizeof(out->id), "%s", name);
+	return 0;
+none:
+	snprintf(why, whylen, "no such file");
+	return -1;
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -46,11 +108,20 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct policy *p, *q, *r;
 	char d1[EGRESS_DIGEST_STRLEN], d2[EGRESS_DIGEST_STRLEN];
 	char *canon, *sealed;
-	size_t clen, slen;
+	size_t clen, slen, top = size;
+	struct fuzz_extra extra = { NULL, 0 };
+	const struct policy_includer inc = { fuzz_open, &extra, NULL };
 
 	if (size > 65536)
 		return 0;
-	p = policy_load("fuzz", data, size, NULL, &d);
+	for (size_t i = 0; i + 4 <= size; i++)
+		if (memcmp(data + i, "\n--\n", 4) == 0) {
+			top = i + 1;
+			extra.buf = data + i + 4;
+			extra.len = size - i - 4;
+			break;
+		}
+	p = policy_load_inc("fuzz", data, top, NULL, &inc, &d);
 	if (p == NULL) {
 		if (d.nerrors == 0)
 			abort();
@@ -58,6 +129,20 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	policy_diag_free(&d);
+	{
+		/* The origin of a decision, through whatever the input included. */
+		static const char *const hosts[] = { "t.example", "a.example", "x.bad.t.example",
+		    "d.example", "api.github.com" };
+		char origin[1024];
+		struct host h;
+		const char *why;
+
+		for (size_t i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++)
+			if (host_parse(hosts[i], strlen(hosts[i]), &h, &why) == 0 &&
+			    (policy_decide_origin(p, &h, 443, origin, sizeof(origin)) ==
+			    EGRESS_NOT_ALLOWLISTED) != (strcmp(origin, "-") == 0))
+				abort();
+	}
 	fuzz_keys();
 	{
 		void *keys[1] = { fuzz_pub };

@@ -1,7 +1,8 @@
 /*
  * check_policy.c: unit tests of the policy language (egress-policy(5)): every directive and
  * every error, the canonical form and its digest, and matching (deny beats allow,
- * wildcards, literals, port ranges, deciding lines), including a 100000-rule policy.
+ * wildcards, literals, port ranges, deciding lines), including a 100000-rule policy, and
+ * include (expansion, origins, depth, cycles; the included bytes come from memory).
  *
  * The expectations come from the SPEC's "Policy language" section, not from the code: a
  * failure here means the library and the contract disagree. Nothing here touches the
@@ -1438,6 +1439,252 @@ START_TEST(test_scale)
 }
 END_TEST
 
+/* --- include ---------------------------------------------------------------------------- */
+
+/*
+ * A fixed in-memory set of files for include lines: the parser reads nothing itself, so the
+ * test hands it the bytes. Files are named as written without "./" (a template NAME is
+ * NAME.policy); the id is the name, so a cycle is one file met twice.
+ */
+static const struct {
+	const char *name;
+	const char *text;
+} inc_files[] = {
+	{ "common.policy", "allow c.example 443\n" },
+	{ "pypi.policy", "# a template\n\nallow pypi.org 443\nallow files.pythonhosted.org 443\n" },
+	{ "nested.policy", "allow n.example 80\ninclude ./common.policy\n" },
+	{ "a.policy", "include ./b.policy\n" },
+	{ "b.policy", "include ./a.policy\n" },
+	{ "self.policy", "include ./self.policy\n" },
+	{ "d1.policy", "include ./d2.policy\n" },
+	{ "d2.policy", "include ./d3.policy\n" },
+	{ "d3.policy", "include ./d4.policy\n" },
+	{ "d4.policy", "include ./d5.policy\n" },
+	{ "d5.policy", "include ./d6.policy\n" },
+	{ "d6.policy", "include ./d7.policy\n" },
+	{ "d7.policy", "include ./d8.policy\n" },
+	{ "d8.policy", "include ./d9.policy\n" },
+	{ "d9.policy", "allow deep.example 1\n" },
+	{ "settings.policy", "allow s.example 443\nsni off\n" },
+	{ "perm.policy", "permit-range 10.0.0.0/8\n" },
+	{ "quota.policy", "quota connections 5\n" },
+	{ "sealed.policy", "#!egress-policy 1\n#digest sha256:"
+	    "0000000000000000000000000000000000000000000000000000000000000000\n" },
+	{ "bad.policy", "allow x.example 443\nallow bad..host 443\n" },
+	{ "deny.policy", "deny evil.c.example\n" },
+	{ FILE_NAME, "allow t.example 1\n" },      /* the top file's own name */
+};
+
+static int
+mem_open(void *arg, const char *from, const char *target, bool template,
+    struct policy_include_file *out, char *why, size_t whylen)
+{
+	char name[256];
+
+	(void)arg;
+	(void)from;
+	if (template)
+		snprintf(name, sizeof(name), "%s.policy", target);
+	else
+		snprintf(name, sizeof(name), "%s", strncmp(target, "./", 2) == 0 ? target + 2 :
+		    target);
+	for (size_t i = 0; i < NELEMS(inc_files); i++)
+		if (strcmp(inc_files[i].name, name) == 0) {
+			out->len = strlen(inc_files[i].text);
+			out->buf = malloc(out->len + 1);
+			memcpy(out->buf, inc_files[i].text, out->len);
+			out->name = strdup(name);
+			snprintf(out->id, sizeof(out->id), "%.60s", name);
+			return 0;
+		}
+	snprintf(why, whylen, "no file %s", name);
+	return -1;
+}
+
+static const struct policy_includer mem_inc = { mem_open, NULL, NULL };
+
+static struct policy *
+load_inc(const char *s, struct policy_diag *d)
+{
+	return policy_load_inc(FILE_NAME, (const uint8_t *)s, strlen(s), NULL, &mem_inc, d);
+}
+
+static struct policy *
+must_load_inc(const char *s)
+{
+	struct policy_diag d;
+	struct policy *p = load_inc(s, &d);
+
+	ck_assert_msg(p != NULL, "policy refused: %s\n--- input ---\n%s",
+	    d.nerrors ? d.errors[0] : "(no error reported)", s);
+	policy_diag_free(&d);
+	return p;
+}
+
+/* The canonical form and digest are over the expanded rules: included = inlined. */
+START_TEST(test_include_digest)
+{
+	struct policy *a = must_load_inc("allow a.example 443\ninclude ./common.policy\n"
+	    "include pypi\ninclude ./deny.policy\n");
+	struct policy *b = must_load("allow a.example 443\nallow c.example 443\n"
+	    "allow pypi.org 443\nallow files.pythonhosted.org 443\ndeny evil.c.example\n", 0);
+	char da[EGRESS_DIGEST_STRLEN], db[EGRESS_DIGEST_STRLEN];
+	size_t la, lb;
+	char *ca = policy_canonical(a, &la), *cb = policy_canonical(b, &lb);
+
+	ck_assert_str_eq(ca, cb);
+	ck_assert(strstr(ca, "include") == NULL);
+	policy_digest(a, da);
+	policy_digest(b, db);
+	ck_assert_str_eq(da, db);
+	ck_assert_uint_eq(policy_rule_count(a), 5);
+	free(ca);
+	free(cb);
+	policy_free(a);
+	policy_free(b);
+}
+END_TEST
+
+/* A sealed policy holds the expanded rules: it loads with no opener, to the same digest. */
+START_TEST(test_include_sealed)
+{
+	struct policy *a = must_load_inc("include pypi\ninclude ./nested.policy\n"), *b;
+	struct policy_diag d;
+	char da[EGRESS_DIGEST_STRLEN], db[EGRESS_DIGEST_STRLEN];
+	size_t len;
+	char *sealed = seal_policy(a, NULL, &len);
+
+	b = policy_load("t.sealed", (const uint8_t *)sealed, len, NULL, &d);
+	ck_assert_msg(b != NULL, "%s", d.nerrors ? d.errors[0] : "");
+	policy_diag_free(&d);
+	policy_digest(a, da);
+	policy_digest(b, db);
+	ck_assert_str_eq(da, db);
+	free(sealed);
+	policy_free(a);
+	policy_free(b);
+}
+END_TEST
+
+/* Each rule keeps its file and line, and the include lines that brought it in. */
+static const struct {
+	const char *host;
+	uint16_t port;
+	enum egress_reason want;
+	const char *origin;
+	unsigned top_line;             /* policy_decide's line: the line in the top file */
+} origin_cases[] = {
+	{ "a.example", 443, EGRESS_ALLOWED, FILE_NAME ":1", 1 },
+	{ "pypi.org", 443, EGRESS_ALLOWED, "pypi.policy:3 (via " FILE_NAME ":2)", 2 },
+	{ "files.pythonhosted.org", 443, EGRESS_ALLOWED, "pypi.policy:4 (via " FILE_NAME ":2)",
+	    2 },
+	{ "n.example", 80, EGRESS_ALLOWED, "nested.policy:1 (via " FILE_NAME ":4)", 4 },
+	{ "c.example", 443, EGRESS_ALLOWED,
+	    "common.policy:1 (via nested.policy:2, " FILE_NAME ":4)", 4 },
+	{ "evil.c.example", 443, EGRESS_DENIED_BY_RULE, "deny.policy:1 (via " FILE_NAME ":5)", 5 },
+	{ "other.example", 443, EGRESS_NOT_ALLOWLISTED, "-", 0 },
+};
+
+START_TEST(test_include_origin)
+{
+	struct policy *p = must_load_inc("allow a.example 443\ninclude pypi\n\n"
+	    "include ./nested.policy\ninclude ./deny.policy\n");
+	struct host h;
+	const char *why;
+	char origin[256];
+	unsigned line;
+
+	ck_assert_int_eq(host_parse(origin_cases[_i].host, strlen(origin_cases[_i].host), &h,
+	    &why), 0);
+	ck_assert_int_eq(policy_decide_origin(p, &h, origin_cases[_i].port, origin,
+	    sizeof(origin)), origin_cases[_i].want);
+	ck_assert_str_eq(origin, origin_cases[_i].origin);
+	ck_assert_int_eq(policy_decide(p, &h, origin_cases[_i].port, &line),
+	    origin_cases[_i].want);
+	ck_assert_uint_eq(line, origin_cases[_i].top_line);
+	policy_free(p);
+}
+END_TEST
+
+/* One file included twice (not a cycle), and includes exactly at the depth bound. */
+START_TEST(test_include_ok)
+{
+	struct policy *p = must_load_inc("include ./common.policy\ninclude ./nested.policy\n"
+	    "include ./common.policy\n");
+
+	ck_assert_uint_eq(policy_rule_count(p), 2);
+	policy_free(p);
+	p = must_load_inc("include ./d2.policy\n");       /* d2 .. d9: 8 deep */
+	ck_assert_uint_eq(policy_rule_count(p), 1);
+	policy_free(p);
+}
+END_TEST
+
+/* Every refusal names file:line:column and, inside an include, the chain. */
+static const struct {
+	const char *text;
+	const char *where;             /* the error must start with this */
+	const char *what;              /* ... and contain this */
+} inc_err_cases[] = {
+	{ "include ./a.policy", "b.policy:1:9:", "include cycle: a.policy is already being read ("
+	    FILE_NAME ":1 -> a.policy:1 -> b.policy:1 -> a.policy)" },
+	{ "include ./self.policy", "self.policy:1:9:", "include cycle" },
+	{ "allow x.example 1\ninclude ./" FILE_NAME, FILE_NAME ":2:9:", "include cycle: "
+	    FILE_NAME " is already being read" },
+	{ "include ./d1.policy", "d8.policy:1:1:", "includes nested deeper than 8 (" FILE_NAME
+	    ":1 -> d1.policy:1 -> d2.policy:1" },
+	{ "include ./d1.policy", "d8.policy:1:1:", "(via d7.policy:1, d6.policy:1" },
+	{ "include nope", FILE_NAME ":1:9:", "cannot include template 'nope': no file" },
+	{ "include ./missing.policy", FILE_NAME ":1:9:", "cannot include file './missing.policy'" },
+	{ "include a/b", FILE_NAME ":1:9:", "bad template name 'a/b'" },
+	{ "include ..", FILE_NAME ":1:9:", "bad template name '..'" },
+	{ "include ../", FILE_NAME ":1:9:", "bad template name '../'" },
+	{ "include pypi.policy", FILE_NAME ":1:9:", "bad template name 'pypi.policy'" },
+	{ "include Pypi", FILE_NAME ":1:9:", "bad template name" },
+	{ "include -x", FILE_NAME ":1:9:", "bad template name" },
+	{ "include /etc/egress/x.policy", FILE_NAME ":1:9:", "not an absolute path" },
+	{ "include", FILE_NAME ":1:8:", "expected: include NAME" },
+	{ "include a b", FILE_NAME ":1:11:", "expected: include NAME" },
+	{ "include ./settings.policy", "settings.policy:2:1:",
+	    "'sni' in an included file: an included file holds only allow, deny and include" },
+	{ "include ./settings.policy", "settings.policy:2:1:", "(via " FILE_NAME ":1)" },
+	{ "include ./perm.policy", "perm.policy:1:1:", "'permit-range' in an included file" },
+	{ "include ./quota.policy", "quota.policy:1:1:", "'quota' in an included file" },
+	{ "include ./sealed.policy", FILE_NAME ":1:9:", "sealed.policy is a sealed policy" },
+	{ "\n\ninclude ./bad.policy", "bad.policy:2:7:", "bad host 'bad..host'" },
+	{ "\n\ninclude ./bad.policy", "bad.policy:2:7:", "(via " FILE_NAME ":3)" },
+};
+
+START_TEST(test_include_error)
+{
+	struct policy_diag d;
+	struct policy *p = load_inc(inc_err_cases[_i].text, &d);
+
+	ck_assert_msg(p == NULL, "accepted: %s", inc_err_cases[_i].text);
+	ck_assert_uint_ge(d.nerrors, 1);
+	ck_assert_msg(strncmp(d.errors[0], inc_err_cases[_i].where,
+	    strlen(inc_err_cases[_i].where)) == 0 && strstr(d.errors[0], inc_err_cases[_i].what),
+	    "%s: got '%s', want '%s' ... '%s'", inc_err_cases[_i].text, d.errors[0],
+	    inc_err_cases[_i].where, inc_err_cases[_i].what);
+	policy_diag_free(&d);
+}
+END_TEST
+
+/* Without an opener (egressd), an include is refused with the way out: seal the policy. */
+START_TEST(test_include_no_opener)
+{
+	struct policy_diag d;
+	struct policy *p = load_text(TXT("allow a.example 443\ninclude pypi\n"), &d);
+
+	ck_assert(p == NULL);
+	ck_assert_uint_eq(d.nerrors, 1);
+	ck_assert_msg(strncmp(d.errors[0], FILE_NAME ":2:1: include is not read here: seal the "
+	    "policy", strlen(FILE_NAME ":2:1: include is not read here: seal the policy")) == 0,
+	    "%s", d.errors[0]);
+	policy_diag_free(&d);
+}
+END_TEST
+
 /* --- main ------------------------------------------------------------------------------------ */
 
 static Suite *
@@ -1516,6 +1763,27 @@ policy_suite(void)
 	tc = tcase_create("any host");
 	tcase_add_loop_test(tc, test_any, 0, (int)NELEMS(any_cases));
 	tcase_add_test(tc, test_any_canonical);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("include_digest");
+	tcase_add_test(tc, test_include_digest);
+	tcase_add_test(tc, test_include_sealed);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("include_origin");
+	tcase_add_loop_test(tc, test_include_origin, 0, (int)NELEMS(origin_cases));
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("include_ok");
+	tcase_add_test(tc, test_include_ok);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("include_error");
+	tcase_add_loop_test(tc, test_include_error, 0, (int)NELEMS(inc_err_cases));
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("include_no_opener");
+	tcase_add_test(tc, test_include_no_opener);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("scale");
