@@ -7,8 +7,10 @@
 #     this machine's sources.list: the only step with the host's network);
 #   - in a network namespace of its own too (only lo; the root is entered with pivot_root,
 #     not chroot, because the kernel refuses user namespaces, which bubblewrap needs, to a
-#     chrooted process): egressd started as the unit's ExecStart would, readiness by
-#     $NOTIFY_SOCKET, then, as an unprivileged member of group egress, egress-run --policy
+#     chrooted process): egressd started as the unit's ExecStart would (with the unit's
+#     ProtectSystem=strict, ReadWritePaths, PrivateTmp, CapabilityBoundingSet and
+#     NoNewPrivileges applied by hand), readiness by $NOTIFY_SOCKET (Type=notify), then, as
+#     an unprivileged member of group egress (and a non-member, refused), egress-run --policy
 #     NAME -- curl against a loopback upstream, allowed and denied; the receipts are in the
 #     system file and egressctl receipts verify (key and public key) is green;
 #   - reinstall (an upgrade's configure) keeps the keys and egressd.conf, remove keeps them
@@ -262,10 +264,29 @@ $s->recv(my $m, 4096); open(my $o, '>', '/run/notify.msg'); print $o $m; close($
 PL
 perl /pkgtest/notify.pl & NP=$!
 until_ok 10 test -e /run/notify.bound || fail "notify listener"
-ExecStart=$(sed -n 's/^ExecStart=//p' /lib/systemd/system/egressd.service)
-NOTIFY_SOCKET=/run/notify.sock $ExecStart 2> /pkgtest/egressd.log & D=$!
+# The unit's confinement that matters to egressd, applied without systemd in a mount
+# namespace of egressd's own: ProtectSystem=strict (/ and /run read-only but for the
+# ReadWritePaths), PrivateTmp, CapabilityBoundingSet and NoNewPrivileges (setpriv).
+UNIT=/lib/systemd/system/egressd.service
+uval() { sed -n "s/^$1=//p" $UNIT; }
+[ "$(uval ProtectSystem)" = strict ] && [ "$(uval NoNewPrivileges)" = yes ] &&
+    [ "$(uval Type)" = notify ] || fail "the unit lost ProtectSystem=strict, NoNewPrivileges or Type=notify"
+caps=$(uval CapabilityBoundingSet | tr 'A-Z' 'a-z' | sed 's/cap_/+/g; s/ /,/g')
+cat > /pkgtest/unitexec.sh <<UNITEXEC
+set -e
+for d in $(uval ReadWritePaths); do mount --bind "\$d" "\$d"; done
+mount -o remount,bind,ro /
+mount -o remount,bind,ro /run
+mount -t tmpfs -o mode=1777 tmpfs /tmp
+exec setpriv --bounding-set -all,$caps --no-new-privs -- $(uval ExecStart)
+UNITEXEC
+NOTIFY_SOCKET=/run/notify.sock unshare --mount sh /pkgtest/unitexec.sh 2> /pkgtest/egressd.log & D=$!
 until_ok 20 grep -q READY=1 /run/notify.msg || { cat /pkgtest/egressd.log; fail "no READY=1 on NOTIFY_SOCKET"; }
-ok "egressd (the unit's ExecStart) sent READY=1 to \$NOTIFY_SOCKET"
+ok "egressd (the unit's ExecStart, read-only / and /run, its bounding set) sent READY=1 to \$NOTIFY_SOCKET"
+# CHOWN DAC_OVERRIDE FOWNER KILL SETGID SETUID: bits 0 1 3 5 6 7
+grep -q '^CapBnd:	00000000000000eb$' /proc/$D/status && grep -q '^NoNewPrivs:	1$' /proc/$D/status ||
+    { grep -E '^(Name|CapBnd|NoNewPrivs)' /proc/$D/status; fail "egressd is not under the unit's bounding set and no_new_privs"; }
+ok "egressd's monitor: the unit's six capabilities in its bounding set, no_new_privs"
 test -S /run/egress/lease.sock || fail "no lease socket after READY=1"
 [ "$(stat -c '%a %G' /run/egress/lease.sock)" = "660 egress" ] ||
     fail "lease socket: $(stat -c '%a %G' /run/egress/lease.sock), want 660 egress"
