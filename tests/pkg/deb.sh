@@ -171,7 +171,7 @@ if [ ! -s "$TARBALL" ]; then
 	nice -n 10 debootstrap --variant=minbase $SUITE "$WORK/boot" "$MIRROR" \
 	    > "$WORK/debootstrap.log" 2>&1 || { tail -n 40 "$WORK/debootstrap.log"; fail "debootstrap"; }
 	tar -C "$WORK/boot" --numeric-owner -czf "$TARBALL.tmp" . && mv "$TARBALL.tmp" "$TARBALL"
-	rm -rf "$WORK/boot"
+	rm -rf "${WORK:?}/boot"
 fi
 mkdir "$R"
 tar -C "$R" --numeric-owner -xzf "$TARBALL"
@@ -271,7 +271,7 @@ UNIT=/lib/systemd/system/egressd.service
 uval() { sed -n "s/^$1=//p" $UNIT; }
 [ "$(uval ProtectSystem)" = strict ] && [ "$(uval NoNewPrivileges)" = yes ] &&
     [ "$(uval Type)" = notify ] || fail "the unit lost ProtectSystem=strict, NoNewPrivileges or Type=notify"
-caps=$(uval CapabilityBoundingSet | tr 'A-Z' 'a-z' | sed 's/cap_/+/g; s/ /,/g')
+caps=$(uval CapabilityBoundingSet | tr "[:upper:]" "[:lower:]" | sed 's/cap_/+/g; s/ /,/g')
 cat > /pkgtest/unitexec.sh <<UNITEXEC
 set -e
 for d in $(uval ReadWritePaths); do mount --bind "\$d" "\$d"; done
@@ -302,8 +302,8 @@ ok "the engine runs as user egress"
 # An unprivileged user, member of group egress.
 useradd -m -s /bin/sh -G egress alice
 useradd -m -s /bin/sh bob
-asuser() { u=$1; shift; cd /home/$u && setpriv --reuid "$u" --regid "$u" --init-groups \
-    env -i PATH=/usr/bin:/bin HOME=/home/$u LANG=C.UTF-8 "$@"; }
+asuser() { u=$1; shift; cd "/home/$u" && setpriv --reuid "$u" --regid "$u" --init-groups \
+    env -i PATH=/usr/bin:/bin HOME="/home/$u" LANG=C.UTF-8 "$@"; }
 out=$(asuser alice egress-run --policy build -- curl -sS --max-time 10 http://ok.pkg.test:18080/ 2>/pkgtest/run1.err) ||
     { cat /pkgtest/run1.err; fail "egress-run --policy build (allowed)"; }
 [ "$out" = hello ] || { cat /pkgtest/run1.err; fail "allowed fetch said '$out'"; }
@@ -335,7 +335,7 @@ kill -TERM "$D"; wait "$D" || fail "egressd exited $? on SIGTERM"
 egressctl receipts verify --key /etc/egress/receipt.key --pubkey /etc/egress/receipt.ed25519.pub \
     --complete --file $R || fail "egressctl receipts verify"
 ok "egressctl receipts verify --key --pubkey --complete: green"
-kill "$UP" 2>/dev/null || true
+kill "$UP" "$NP" 2>/dev/null || true
 INNER
 chmod 755 "$R/pkgtest/inner.sh"
 say "egressd in the root, own network namespace"
