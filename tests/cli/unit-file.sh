@@ -20,6 +20,15 @@ expect_eq "RuntimeDirectory=egress" egress "$(value RuntimeDirectory)"
 expect_eq "StateDirectory=egress" egress "$(value StateDirectory)"
 expect_eq "the sockets and receipts stay writable under ProtectSystem=strict" \
     "strict|/var/lib/egress /run/egress" "$(value ProtectSystem)|$(value ReadWritePaths)"
+# The bounding set is exactly what egressd's monitor keeps (egress/priv.c, priv_caps): one
+# more would be a capability no code uses, one less a monitor that fails (the package
+# installs this unit).
+keep=$(sed -n '/^priv_caps(void)/,/};/p' "$top_srcdir/egress/priv.c" | tr -c 'A-Z_\n' ' ' |
+    grep -o 'CAP_[A-Z_]*' | sort | tr '\n' ' ')
+expect_match "egress/priv.c's list of kept capabilities is found" '^CAP_' "$keep"
+expect_eq "CapabilityBoundingSet is the monitor's list (egress/priv.c)" "$keep" \
+    "$(value CapabilityBoundingSet | tr ' ' '\n' | sort | tr '\n' ' ')"
+expect_eq "NoNewPrivileges=yes" yes "$(value NoNewPrivileges)"
 expect_eq "no key is given twice in [Service]" "" \
     "$(sed -n '/^\[Service\]/,/^\[/p' "$UNIT" | sed -n 's/^\([A-Za-z]*\)=.*/\1/p' | sort | uniq -d)"
 
