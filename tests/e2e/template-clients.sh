@@ -15,7 +15,8 @@
 #   /sumdb/sum.golang.org/supported, so that go asks the checksum database itself), and a
 #   checksum database on sum.golang.org (/lookup/M@V and the tile, a tree of one record signed
 #   by a note key the test makes; GOSUMDB="sum.golang.org+KEY" is the only setting: go checks
-#   the module's hashes against it) (--allow @go);
+#   the module's hashes against it; with a decoy key of the same name go refuses the tree,
+#   so the check is real) (--allow @go);
 # - cargo fetch (the sparse index protocol): index.crates.io/config.json (dl as the Cargo
 #   book gives crates.io's: https://crates.io/api/v1/crates), the index file, crates.io
 #   redirecting the download to static.crates.io as crates.io does, the .crate there
@@ -32,7 +33,7 @@
 # npm, git, golang-go and cargo).
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/e2e/sandbox-lib.sh"
 cd "$WORK" || exit 1
-e2e_need openssl curl
+e2e_need openssl
 
 have() { command -v "$1" >/dev/null 2>&1; }
 
@@ -200,11 +201,17 @@ put("index.crates.io", "eg/re/egress-probe", json.dumps(
     {"name": "egress-probe", "vers": "0.1.0", "deps": [], "cksum": hashlib.sha256(crate).hexdigest(),
      "features": {}, "yanked": False}) + "\n")
 print("%s+%s+%s" % (name, kh.hex(), b64(kd)))
+# A decoy: another key of the same name, which did not sign the tree.
+kd2 = b"\x01" + Ed25519PrivateKey.generate().public_key().public_bytes(
+    serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+print("%s+%s+%s" % (name, hashlib.sha256(name.encode() + b"\n" + kd2).digest()[:4].hex(), b64(kd2)))
 EOF
-if ! GOSUMKEY=$("$E2E_PY" pub.py "$WORK/pub" 2>pub.err); then
+if ! "$E2E_PY" pub.py "$WORK/pub" >gosumkeys 2>pub.err; then
 	echo "Bail out! pub.py failed: $(cat pub.err)"
 	exit 99
 fi
+GOSUMKEY=$(sed -n 1p gosumkeys)
+GOSUMDECOY=$(sed -n 2p gosumkeys)
 # github.com: a bare repository for the dumb HTTP protocol.
 if have git; then
 	mkdir -p pub/github.com/egress
@@ -339,6 +346,7 @@ if have go; then
 	GOENV="GOPROXY= GOFLAGS=-modcacherw GOENV=off GOTOOLCHAIN=local"
 	trun go "one ok ./direct env $GOENV GOPATH=\$PWD/go1 GOCACHE=\$PWD/gc1 go mod download -json egress.example/probe@v1.0.0;
 	    one proxied env $GOENV GOPATH=\$PWD/go2 GOCACHE=\$PWD/gc2 go mod download -json egress.example/probe@v1.0.0;
+	    one decoy ./direct env $GOENV GOSUMDB=$GOSUMDECOY GOPATH=\$PWD/go4 GOCACHE=\$PWD/gc4 go mod download -json egress.example/probe@v1.0.0;
 	    one other ./direct env $GOENV GOPROXY=https://registry.npmjs.org GOPATH=\$PWD/go3 GOCACHE=\$PWD/gc3 go mod download -json egress.example/probe@v1.0.0" \
 	    --setenv "SSL_CERT_FILE=$BOX/up.crt" --setenv "GOSUMDB=$GOSUMKEY"
 	expect_eq "go: the run ends" 0 "$rc"
@@ -346,11 +354,13 @@ if have go; then
 	    ok 0 '"Sum": "h1:[A-Za-z0-9+/=]+".*"GoModSum": "h1:'
 	expect_case "go mod download through the proxy: downloaded and verified" \
 	    proxied 0 '"Sum": "h1:[A-Za-z0-9+/=]+".*"GoModSum": "h1:'
+	expect_case "go mod download, GOSUMDB a key that did not sign the tree: refused (so go checked)" \
+	    decoy 1 'verifying .*egress\.example/probe@v1\.0\.0.*(signature|verif)'
 	expect_case "go mod download from registry.npmjs.org (not in @go): fails" other 1 ''
 	expect_got "go: proxy.golang.org served the .zip, twice" proxy.golang.org \
 	    /egress.example/probe/@v/v1.0.0.zip 2
-	expect_got "go: sum.golang.org served the lookup, twice" sum.golang.org \
-	    /lookup/egress.example/probe@v1.0.0 2
+	expect_got "go: sum.golang.org served the lookup, three times (the decoy's too)" sum.golang.org \
+	    /lookup/egress.example/probe@v1.0.0 3
 	expect_got "go: sum.golang.org served the tile, twice" sum.golang.org /tile/8/0/000.p/1 2
 	expect_opens go proxy.golang.org
 	expect_opens go sum.golang.org
@@ -364,9 +374,9 @@ fi
 # -Z sparse-registry (RUSTC_BOOTSTRAP=1 lets a stable cargo take -Z) it reads crates.io's
 # index from sparse+https://index.crates.io/, the URL later cargo uses by default. The
 # refused case's CARGO_HOME replaces crates-io with a sparse index on registry.npmjs.org.
-CARGO=
-for c in /usr/bin/cargo; do [ -x "$c" ] && CARGO=$c; done
-if [ -n "$CARGO" ]; then
+# /usr/bin/cargo: the sandbox sees /usr, not a rustup toolchain in the invoker's home.
+CARGO=/usr/bin/cargo
+if [ -x "$CARGO" ]; then
 	for h in ch1 ch2 ch3; do
 		mkdir -p "$BOX/$h" "$BOX/$h-p/src"
 		printf '[http]\ncainfo = "%s"\n[net]\nretry = 0\n' "$BOX/up.crt" > "$BOX/$h/config.toml"
@@ -416,6 +426,9 @@ else
 	skip "git through @github" "git is not installed (tools/deps installs it)"
 fi
 
+# Nothing was looked up but the test's names (and testdns answers only those, with 127.0.0.1).
+expect_eq "testdns was asked about the test's names only" "" \
+    "$(cut -d' ' -f1 "$DNSLOG" | sort -u | grep -vxF "$(printf '%s\n' $NAMES)")"
 expect_clean "template client runs"
 
 finish
