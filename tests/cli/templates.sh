@@ -60,8 +60,9 @@ for h in proxy.golang.org sum.golang.org; do
 	run "$EP" test go.policy "$h" 443
 	expect_match "go: $h 443 allowed (module mirror and checksum database)" "^allow allowed " "$out"
 done
-# Names found missing by tests/e2e/template-clients.sh (cargo's download redirect) and
-# sourced since (the templates' comments).
+# Names added since the first templates, each sourced in its template's comment:
+# static.crates.io (tests/e2e/template-clients.sh found cargo's download redirected there)
+# and codeload.github.com (GitHub's own list).
 printf 'include crates\n' > crates.policy
 for h in index.crates.io crates.io static.crates.io; do
 	run "$EP" test crates.policy "$h" 443
