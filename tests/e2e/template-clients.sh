@@ -21,6 +21,8 @@
 #   book gives crates.io's: https://crates.io/api/v1/crates), the index file, crates.io
 #   redirecting the download to static.crates.io as crates.io does, the .crate there
 #   (--allow @crates);
+# - gem install (its default source, https://rubygems.org/): the compact index and the .gem
+#   on index.rubygems.org, where RubyGems reads rubygems.org's (--allow @rubygems);
 # - git clone https://github.com/OWNER/REPO.git, the dumb HTTP protocol (--allow @github).
 # Each client runs with only its template allowed, once with no proxy variable ("direct":
 # the DNS stub and the transparent path carry it, receipts frontend transparent) and once
@@ -30,7 +32,7 @@
 # the test's DNS would answer and the certificate covers: it is refused, the summary and the
 # receipt say not-allowlisted.
 # A client that is not installed is skipped, said as such (tools/deps installs python3-pip,
-# npm, git, golang-go and cargo).
+# npm, git, golang-go, cargo and ruby).
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/e2e/sandbox-lib.sh"
 cd "$WORK" || exit 1
 e2e_need openssl
@@ -41,7 +43,8 @@ EGRESS_TEMPLATE_DIR=$top_srcdir/templates
 export EGRESS_TEMPLATE_DIR
 
 NAMES="pypi.org files.pythonhosted.org registry.npmjs.org proxy.golang.org sum.golang.org
- index.crates.io crates.io static.crates.io github.com api.github.com codeload.github.com"
+ index.crates.io crates.io static.crates.io github.com api.github.com codeload.github.com
+ rubygems.org index.rubygems.org"
 
 # --- the upstream: 127.0.0.1:443, every name ---------------------------------------------------
 SAN=
@@ -406,6 +409,46 @@ if [ -x "$CARGO" ]; then
 	expect_refused cargo registry.npmjs.org
 else
 	skip "cargo through @crates" "Debian's cargo is not installed (tools/deps installs cargo)"
+fi
+
+# --- gem install, --allow @rubygems --------------------------------------------------------
+# RubyGems with its default source (https://rubygems.org/): Gem::Source reads the compact
+# index of rubygems.org at index.rubygems.org (a HEAD of /, then /info/NAME) and fetches the
+# gemspec (quick/Marshal.4.8/) and the .gem from there too. The test builds the .gem with gem build on the host.
+if have gem && have ruby; then
+	mkdir -p gemsrc/lib && (cd gemsrc && : > lib/egress_probe.rb &&
+	    printf 'Gem::Specification.new do |s|\n  s.name = "egress-probe"\n  s.version = "0.1.0"\n  s.summary = "probe"\n  s.authors = ["t"]\n  s.files = ["lib/egress_probe.rb"]\nend\n' \
+	    > egress-probe.gemspec && HOME=$WORK gem build -q egress-probe.gemspec >gem-build.log 2>&1) ||
+	    { echo "Bail out! gem build: $(cat gemsrc/gem-build.log)"; exit 99; }
+	# The gemspec as RubyGems' quick index serves it (Marshal, deflated): gem install
+	# fetches it beside the compact index's entry.
+	HOME=$WORK ruby -e 'require "rubygems/package"
+	    File.binwrite(ARGV[1], Gem.deflate(Marshal.dump(Gem::Package.new(ARGV[0]).spec)))' \
+	    gemsrc/egress-probe-0.1.0.gem gemsrc/egress-probe-0.1.0.gemspec.rz ||
+	    { echo "Bail out! the gemspec for the quick index"; exit 99; }
+	for h in rubygems.org index.rubygems.org; do
+		mkdir -p "pub/$h/gems" "pub/$h/info" "pub/$h/quick/Marshal.4.8"
+		cp gemsrc/egress-probe-0.1.0.gemspec.rz "pub/$h/quick/Marshal.4.8/"
+		: > "pub/$h/index.html"
+		cp gemsrc/egress-probe-0.1.0.gem "pub/$h/gems/"
+		printf -- '---\n0.1.0 |checksum:%s\n' "$(sha256sum gemsrc/egress-probe-0.1.0.gem | cut -d' ' -f1)" \
+		    > "pub/$h/info/egress-probe"
+	done
+	GEM="gem install --no-document --no-user-install"
+	trun rubygems "one ok ./direct env HOME=\$PWD/gh1 GEM_HOME=\$PWD/gems1 $GEM --install-dir gems1 egress-probe;
+	    one proxied env HOME=\$PWD/gh2 GEM_HOME=\$PWD/gems2 $GEM --install-dir gems2 egress-probe;
+	    one other ./direct env HOME=\$PWD/gh3 GEM_HOME=\$PWD/gems3 $GEM --install-dir gems3 --clear-sources --source https://pypi.org/ egress-probe" \
+	    --setenv "SSL_CERT_FILE=$BOX/up.crt"
+	expect_eq "gem: the run ends" 0 "$rc"
+	expect_case "gem install (default source), no proxy variable: installed" ok 0 'Successfully installed egress-probe-0\.1\.0'
+	expect_case "gem install through the proxy: installed" proxied 0 'Successfully installed egress-probe-0\.1\.0'
+	expect_case "gem install from pypi.org (not in @rubygems): fails" other '[1-9][0-9]*' ''
+	expect_got "gem: index.rubygems.org served the compact index file, twice" index.rubygems.org /info/egress-probe 2
+	expect_got "gem: index.rubygems.org served the .gem, twice" index.rubygems.org /gems/egress-probe-0.1.0.gem 2
+	expect_opens gem index.rubygems.org
+	expect_refused gem pypi.org
+else
+	skip "gem through @rubygems" "ruby is not installed (tools/deps installs it)"
 fi
 
 # --- git clone over https, --allow @github -----------------------------------------------------
