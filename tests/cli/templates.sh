@@ -60,6 +60,25 @@ for h in proxy.golang.org sum.golang.org; do
 	run "$EP" test go.policy "$h" 443
 	expect_match "go: $h 443 allowed (module mirror and checksum database)" "^allow allowed " "$out"
 done
+# Names added since the first templates, each sourced in its template's comment:
+# static.crates.io (tests/e2e/template-clients.sh found cargo's download redirected there),
+# index.rubygems.org (where gem install reads rubygems.org's index, the same test found) and
+# codeload.github.com (GitHub's own list).
+printf 'include crates\n' > crates.policy
+for h in index.crates.io crates.io static.crates.io; do
+	run "$EP" test crates.policy "$h" 443
+	expect_match "crates: $h 443 allowed (index, download API, the CDN it redirects to)" "^allow allowed " "$out"
+done
+printf 'include rubygems\n' > rubygems.policy
+for h in rubygems.org index.rubygems.org; do
+	run "$EP" test rubygems.policy "$h" 443
+	expect_match "rubygems: $h 443 allowed" "^allow allowed " "$out"
+done
+printf 'include github\n' > github.policy
+for h in github.com api.github.com codeload.github.com; do
+	run "$EP" test github.policy "$h" 443
+	expect_match "github: $h 443 allowed" "^allow allowed " "$out"
+done
 printf 'include pypi\n' > pypi.policy
 for h in pypi.org files.pythonhosted.org; do
 	run "$EP" test pypi.policy "$h" 443
