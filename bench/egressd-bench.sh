@@ -197,8 +197,12 @@ bench_policy "$T/bench.policy" 127.0.0.1
 HELLO=$SRC/../tests/data/tls/curl-tls13.bin
 HELLO_NAME=curl13.example.test
 echo "127.0.0.1 $HELLO_NAME" >"$T/hosts"
+# Issue 17's policy: the upstream's name among 100 rules, so the decision is not a
+# one-line table. (The other 99 names are never asked for.)
+for i in $(seq 1 99); do echo "allow h$i.bench.example 443"; done >"$T/rules99"
 for mode in match off; do
 	bench_policy "$T/sni-$mode.policy" "$HELLO_NAME" "sni $mode"
+	cat "$T/rules99" >>"$T/sni-$mode.policy"
 done
 bench_egressd "bench policy $T/bench.policy" "sni-match policy $T/sni-match.policy" \
     "sni-off policy $T/sni-off.policy"
@@ -378,6 +382,67 @@ if [ -n "${PATHOF[egressd]:-}" ] && [ -r "$HELLO" ]; then
 		SNI_PAR[$mode]=$(measure per_s setups -p "$spath" -t "$HELLO_NAME:$UP" -n "$PAR" \
 		    -c "$CONC" -P "$HELLO" -T "$(cap 60)")
 	done
+	# haproxy carrying the same ClientHello (it forwards it blindly): issue 17's reference.
+	if [ -n "${PATHOF[haproxy]:-}" ]; then
+		if [ "$PIN" = 1 ]; then
+			pin 0 "${PIDOF[haproxy]}"
+			WRAP=(taskset -c 0)
+		fi
+		SNI_SEQ[haproxy]=$(measure per_s setups -p "${PATHOF[haproxy]}" -t "$TARGET" -n "$SEQ" \
+		    -c 1 -P "$HELLO" -T "$(cap 60)")
+		if [ "$PIN" = 1 ]; then
+			pin "$ALLCPUS" "${PIDOF[haproxy]}"
+			WRAP=()
+		fi
+		SNI_PAR[haproxy]=$(measure per_s setups -p "${PATHOF[haproxy]}" -t "$TARGET" -n "$PAR" \
+		    -c "$CONC" -P "$HELLO" -T "$(cap 60)")
+	fi
+fi
+
+# --- system calls: strace -c of every process of a proxy over 1000 setups and 64 MiB ----
+# (strace slows what it traces: these runs count calls, they are not timed.)
+declare -A SC_SETUP SC_MIB
+SC_N=${BENCH_SC_SETUPS:-1000}
+SC_BYTES=${BENCH_SC_BULK:-64M}
+# $1 pids, then the tcpbench arguments; prints the calls counted over all pids.
+count_calls() {
+	local pids=$1 p a=() spids=() total=0 n f
+
+	shift
+	command -v strace >/dev/null 2>&1 || { echo "-"; return; }
+	for p in $pids; do
+		strace -c -f -o "$T/sc.$p" -p "$p" 2>/dev/null &
+		spids+=($!)
+	done
+	sleep 0.5
+	"$TB" "$@" >/dev/null 2>"$T/sc.err"
+	sleep 0.3
+	kill -INT "${spids[@]}" 2>/dev/null
+	wait "${spids[@]}" 2>/dev/null
+	for p in $pids; do
+		f=$T/sc.$p
+		# the "total" line: % seconds usecs/call calls [errors] total
+		n=$(awk '$NF == "total" { print $4 }' "$f" 2>/dev/null)
+		total=$((total + ${n:-0}))
+	done
+	echo "$total"
+}
+if [ "$(left)" -ge 30 ] && [ -r "$HELLO" ]; then
+	for n in egressd haproxy; do
+		[ -n "${PATHOF[$n]:-}" ] && [ -n "${PIDOF[$n]:-}" ] || continue
+		if [ "$n" = egressd ]; then
+			sp=unix-http:$T/run/sni-match.sock st=$HELLO_NAME:$UP
+		else
+			sp=${PATHOF[$n]} st=$TARGET
+		fi
+		c=$(count_calls "${PIDOF[$n]}" setups -p "$sp" -t "$st" -n "$SC_N" -c 1 -P "$HELLO" \
+		    -T "$(cap 60)")
+		SC_SETUP[$n]=$(awk -v c="$c" -v n="$SC_N" 'BEGIN { printf "%.1f", c / n }')
+		c=$(count_calls "${PIDOF[$n]}" bulk -p "${PATHOF[$n]}" -t "$TARGET" -n "$SC_BYTES" \
+		    -r 1 -T "$(cap 60)")
+		SC_MIB[$n]=$(awk -v c="$c" -v b="$(bytes_of "$SC_BYTES")" \
+		    'BEGIN { printf "%.1f", c / (b / 1048576) }')
+	done
 fi
 
 # --- report -------------------------------------------------------------------------------
@@ -387,7 +452,9 @@ version() {
 }
 
 bench_report_head
-echo "  egressd $B/egressd; upstream tcpbench on $TARGET; receipts ${KEYLINE:+with HMAC}"
+COMMIT=$(git -C "$SRC" describe --always --dirty 2>/dev/null || echo unknown)
+echo "  egressd $B/egressd (source $COMMIT); upstream tcpbench on $TARGET;" \
+    "receipts ${KEYLINE:+with HMAC}"
 command -v haproxy >/dev/null 2>&1 && echo "  $(version haproxy -v)"
 command -v squid >/dev/null 2>&1 && echo "  $(version squid -v)"
 command -v socat >/dev/null 2>&1 && echo "  $(version socat -V)"
@@ -460,3 +527,24 @@ if [ -n "${SNI_SEQ[match]:-}" ]; then
 	bench_target "sni      match/off seq ($ONE)" "$r_sni" ge 0.95
 	bench_target "sni      match/off $CONC-way" "$r_snip" ge 0.95
 fi
+# Issue 17: setups ahead of haproxy with receipts, sni match and a 100-rule policy, both
+# carrying the same ClientHello; system calls per setup; bulk and idle against haproxy.
+echo
+echo "Issue 17 (egressd: receipts, sni match, 100 rules, a ClientHello; haproxy: TCP mode):"
+if [ -n "${SNI_SEQ[haproxy]:-}" ]; then
+	printf '  haproxy with the ClientHello: %s/s seq, %s/s %s-way\n' \
+	    "${SNI_SEQ[haproxy]}" "${SNI_PAR[haproxy]}" "$CONC"
+fi
+printf '  system calls per setup: egressd %s, haproxy %s;  per MiB of bulk: egressd %s, haproxy %s\n' \
+    "${SC_SETUP[egressd]:--}" "${SC_SETUP[haproxy]:--}" "${SC_MIB[egressd]:--}" \
+    "${SC_MIB[haproxy]:--}"
+bench_target "17 setups seq egressd/haproxy ($ONE)" \
+    "$(ratio "${SNI_SEQ[match]:-}" "${SNI_SEQ[haproxy]:-}")" ge 1.00
+bench_target "17 setups $CONC-way egressd/haproxy" \
+    "$(ratio "${SNI_PAR[match]:-}" "${SNI_PAR[haproxy]:-}")" ge 1.00
+bench_target "17 CPU per setup egressd/haproxy" \
+    "$(ratio "${SETUP_R[egressd]}" "${SETUP_R[haproxy]}")" le 1.00
+bench_target "17 system calls per setup (egressd)" "${SC_SETUP[egressd]:-}" le 30
+bench_target "17 bulk egressd/haproxy ($ONE)" "$r_bulk" ge 1.30
+bench_target "17 chain relay+egressd/haproxy ($ONE)" "$r_cb" ge 1.00
+bench_target "17 idle egressd bytes per tunnel" "${IDLE_R[egressd]}" le 3072
