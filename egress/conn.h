@@ -8,6 +8,7 @@
  *   frontend.c  sniffing the first bytes, the HTTP, SOCKS5, SOCKS4 and native parsers'
  *               requests, the target (synthetic addresses), the DNS verb
  *   connect.c   the decision (policy, quotas), resolution, classification, connecting
+ *   parent.c    a parent proxy: the CONNECT asked of it and its answer (parent-proxy)
  *   guard.c     the SNI guard on the client's first bytes
  *   relay.c     the tunnel: bounded two-way copy, half-close, the fast relay, idle
  *
@@ -35,7 +36,9 @@ enum conn_state {
 	CS_SOCKS4,
 	CS_NATIVE,
 	CS_RESOLVE,                  /* allowed by name: the resolver is asked */
-	CS_CONNECT,                  /* connecting to the pinned addresses */
+	CS_CONNECT,                  /* connecting to the pinned addresses (or the parent) */
+	CS_PARENT,                   /* connected to the parent proxy: its answer to our
+	                              * CONNECT is awaited; nothing of the client's flows */
 	CS_GUARD,                    /* tunnel up, client bytes held for the SNI guard, no open
 	                              * receipt yet: nothing has flowed either way */
 	CS_GUARD_OPEN,               /* the guard still inspects; the open receipt is written
@@ -61,6 +64,7 @@ enum conn_event {
 	CE_GUARD_END,                /* the guard is done (passed, not TLS, the client's EOF) */
 	CE_FAST,                     /* the fast relay takes over the copy */
 	CE_ANSWER,                   /* an answer owed before the close (refusal, question) */
+	CE_PARENT,                   /* connected to the parent: CONNECT is asked of it */
 	CE_COUNT,
 };
 
@@ -168,6 +172,12 @@ struct conn {
 	int last_errno;
 	struct event *stagger;
 	char addr_text[EGRESS_ADDRSTRLEN];
+	/* parent-proxy: the tunnel is asked of the parent (receipts say "via":"parent"); the
+	 * CONNECT's authority (the pinned address, or the name under resolve parent) and the
+	 * parent's port, copied when the connection chose the parent. */
+	bool via_parent;
+	char parent_authority[EGRESS_PARENT_AUTHORITY_MAX + 1];
+	uint16_t dial_port;
 	bool counted;                /* in p->live */
 	uint64_t bytes_up, bytes_down;
 	int64_t start_ms;            /* CLOCK_MONOTONIC */
@@ -236,6 +246,16 @@ void conn_client_read(struct bufferevent *bev, void *arg);
 /* connect.c */
 void conn_decide(struct conn *c);
 void conn_attempts_close(struct conn *c, int keep);
+void conn_dial(struct conn *c, const struct addr *addrs, size_t n);
+
+/* parent.c */
+bool conn_parent_wanted(const struct conn *c);
+bool conn_parent_resolves(const struct conn *c);
+void conn_parent_dial(struct conn *c);
+void conn_parent_start(struct conn *c, int fd);
+void conn_parent_read(struct bufferevent *bev, void *arg);
+void conn_parent_event(struct bufferevent *bev, short what, void *arg);
+void conn_parent_timeout(struct conn *c);
 
 /* guard.c */
 void conn_guard_read(struct bufferevent *bev, void *arg);

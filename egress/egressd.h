@@ -26,6 +26,7 @@
 #include "socks.h"
 #include "synth.h"
 #include "monwire.h"
+#include "parent.h"
 
 #define EGRESSD_MAX_NAT64 16
 #define EGRESSD_MAX_PRINCIPALS 4096
@@ -70,6 +71,22 @@ struct conf_principal {
 	unsigned line;
 };
 
+/*
+ * parent-proxy URL [auth FILE] [resolve local|parent] [ca FILE]: every tunnel is asked of
+ * the parent with CONNECT (egress/parent.c). The credential is kept base64 encoded, the
+ * only form egressd sends it in; it is never logged.
+ */
+struct conf_parent {
+	char *url;                   /* as written, for the log; NULL: no parent */
+	char host[EGRESS_HOST_MAX + 1]; /* canonical name or formatted address */
+	struct addr addr;            /* when the host is an address literal */
+	bool literal;
+	uint16_t port;
+	bool resolve_parent;         /* resolve parent: the parent resolves the names */
+	char *auth_file;             /* NULL: no Proxy-Authorization */
+	char *auth_b64;              /* base64 of user:password */
+};
+
 struct conf {
 	char *file;
 	char *text;                  /* the file's bytes as read */
@@ -104,6 +121,7 @@ struct conf {
 	size_t synth_max;            /* synthetic-max: names per principal */
 	struct conf_principal *principals;
 	size_t nprincipals;
+	struct conf_parent parent;   /* parent-proxy; parent.url NULL: none */
 };
 
 /* Parses FILE; NULL with every error printed (file:line:column) to stderr. */

@@ -388,8 +388,11 @@ conn_start_relay(struct conn *c, int fd)
 	const struct policy_settings *s = conn_settings(c);
 	int one = 1;
 
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	c->ubev = bufferevent_socket_new(egressd_base, fd, BEV_OPT_CLOSE_ON_FREE);
+	/* Through a parent proxy the upstream is the parent's tunnel: ubev exists (fd -1). */
+	if (c->ubev == NULL) {
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		c->ubev = bufferevent_socket_new(egressd_base, fd, BEV_OPT_CLOSE_ON_FREE);
+	}
 	if (c->ubev == NULL) {
 		close(fd);
 		conn_deny(c, EGRESS_CONNECT_REFUSED, "no memory for the upstream", NULL, 0, 0, -1);
@@ -464,6 +467,13 @@ conn_start_relay(struct conn *c, int fd)
 	bufferevent_enable(c->ubev, EV_READ | EV_WRITE);
 	bufferevent_enable(c->cbev, EV_READ | EV_WRITE);
 	conn_set_timer(c, (unsigned)s->timeout_idle);
+	/*
+	 * Bytes a parent proxy sent right after its answer head are the upstream's first:
+	 * read again in a later callback, as if they had just arrived (the fast relay's start
+	 * below moves them at once).
+	 */
+	if (evbuffer_get_length(bufferevent_get_input(c->ubev)) > 0)
+		bufferevent_trigger(c->ubev, EV_READ, BEV_TRIG_DEFER_CALLBACKS);
 	/* Bytes the client sent early (after its request) are tunnel payload. */
 	if (conn_state_guarded(c->state) || c->fe == FE_HTTP_FORWARD) {
 		if (evbuffer_get_length(bufferevent_get_input(c->cbev)) == 0)
