@@ -218,6 +218,21 @@ if wait_log 'reason=connect-refused why="the parent answered HTTP/1.1 403' "$lm"
 else
 	not_ok "the parent refusing the destination: its status line is in the log"
 fi
+# The engine dies with a tunnel through the parent open: the monitor's daemon-restart
+# close repeats via beside addr.
+touch hold
+m=$(rcpt_mark)
+spawn holder "$E2E_PY" "$HELPER" tunnel connect "$S" up.e2e.test "$ECHO" --mode hold \
+    --hold-file "$WORK/hold" --status-file "$WORK/held" --timeout 8
+wait_for -s held
+expect_eq "a held tunnel through the parent is open" "open parent" \
+    "$(rcpt --skip "$m" --where event=open --wait 10 --fields event,via)"
+lm=$(log_mark)
+kill -KILL "$ENGINE_PID"
+expect_eq "the engine killed: its daemon-restart close carries via and addr" \
+    "close daemon-restart 127.0.0.1 parent" \
+    "$(rcpt --skip "$m" --where close=daemon-restart --wait 10 --fields event,close,addr,via)"
+wait_log "event=started " "$lm" || { echo "Bail out! no new engine: $(tail -n 5 egressd.err)"; exit 99; }
 check_receipts "resolve local"
 
 # --- resolve parent -------------------------------------------------------------------------
@@ -311,6 +326,9 @@ expect_eq "a parent that never answers: receipt" "deny connect-timeout parent" \
     "$(rcpt --skip "$m" --where event=deny --wait 10 --fields event,reason,via)"
 egressd_stop
 check_receipts "parent down"
+
+out=$("$EGRESSCTL" receipts verify --file "$RCPT" --key "$KEY")
+expect_eq "egressctl receipts verify: records with via verify (exit 0)" 0 "$?"
 
 # --- egressd -t -----------------------------------------------------------------------------
 # conf_t WHAT EXPECT-IN-ERROR DIRECTIVE: egressd -t refuses it, saying why.
