@@ -19,6 +19,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
 #include "egressd.h"
 #include "fields.h"
 
@@ -350,7 +355,58 @@ out:
 	return rc;
 }
 
-/* parent-proxy http://HOST:PORT[/] [auth FILE] [resolve local|parent] [ca FILE] */
+/*
+ * parent-proxy ... ca FILE: the certificates an https:// parent's chain must end in, read
+ * now (PEM, at least one certificate, at most 1 MiB) so that -t refuses a bad file and
+ * the engine builds its TLS context from these bytes before it is confined.
+ */
+static int
+conf_parent_ca(struct conf_parse *cp, const struct conf_field *f, struct conf_parent *pp)
+{
+	char *buf = NULL;
+	size_t len = 0, cap = 1u << 20;
+	ssize_t n;
+	unsigned certs = 0;
+	BIO *bio;
+	X509 *x;
+	int fd;
+
+	if (conf_path(cp, f, &pp->ca_file) == -1)
+		return -1;
+	fd = conf_file_opener != NULL ? conf_file_opener(pp->ca_file) :
+	    open(pp->ca_file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd == -1) {
+		conf_error(cp, f->col, "parent-proxy ca %s: %s", pp->ca_file, strerror(errno));
+		return -1;
+	}
+	buf = xmalloc(cap + 1);
+	while (len <= cap && (n = read(fd, buf + len, cap + 1 - len)) > 0)
+		len += (size_t)n;
+	close(fd);
+	if (len > cap) {
+		conf_error(cp, f->col, "parent-proxy ca %s: larger than 1 MiB", pp->ca_file);
+		free(buf);
+		return -1;
+	}
+	if ((bio = BIO_new_mem_buf(buf, (int)len)) != NULL) {
+		while ((x = PEM_read_bio_X509(bio, NULL, NULL, NULL)) != NULL) {
+			certs++;
+			X509_free(x);
+		}
+		BIO_free(bio);
+	}
+	ERR_clear_error();
+	if (certs == 0) {
+		conf_error(cp, f->col, "parent-proxy ca %s: no PEM certificate in it", pp->ca_file);
+		free(buf);
+		return -1;
+	}
+	pp->ca_pem = buf;
+	pp->ca_pem_len = len;
+	return 0;
+}
+
+/* parent-proxy http[s]://HOST:PORT[/] [auth FILE] [resolve local|parent] [ca FILE] */
 static void
 conf_parent(struct conf_parse *cp, const struct conf_field *f, size_t nf)
 {
@@ -365,7 +421,7 @@ conf_parent(struct conf_parse *cp, const struct conf_field *f, size_t nf)
 
 	memset(&np, 0, sizeof(np));
 	if (nf < 2 || nf % 2 != 0) {
-		conf_error(cp, f[0].col, "expected: parent-proxy http://HOST:PORT [auth FILE] "
+		conf_error(cp, f[0].col, "expected: parent-proxy http[s]://HOST:PORT [auth FILE] "
 		    "[resolve local|parent] [ca FILE]");
 		return;
 	}
@@ -376,16 +432,17 @@ conf_parent(struct conf_parse *cp, const struct conf_field *f, size_t nf)
 	u = f[1].s;
 	ulen = f[1].len;
 	if (ulen >= 8 && memcmp(u, "https://", 8) == 0) {
-		conf_error(cp, f[1].col, "https:// parents are not supported yet (use http://)");
+		np.tls = true;
+		u += 8;
+		ulen -= 8;
+	} else if (ulen >= 7 && memcmp(u, "http://", 7) == 0) {
+		u += 7;
+		ulen -= 7;
+	} else {
+		conf_error(cp, f[1].col, "expected a parent URL http://HOST:PORT or "
+		    "https://HOST:PORT, got '%.*s'", (int)ulen, u);
 		return;
 	}
-	if (ulen < 7 || memcmp(u, "http://", 7) != 0) {
-		conf_error(cp, f[1].col, "expected a parent URL http://HOST:PORT, got '%.*s'",
-		    (int)ulen, u);
-		return;
-	}
-	u += 7;
-	ulen -= 7;
 	if (ulen > 0 && u[ulen - 1] == '/')
 		ulen--;
 	if (memchr(u, '/', ulen) != NULL || memchr(u, '@', ulen) != NULL ||
@@ -427,21 +484,25 @@ conf_parent(struct conf_parse *cp, const struct conf_field *f, size_t nf)
 			}
 		} else if (field_eq(&f[i], "ca") && !has_ca) {
 			has_ca = true;
+			if (!np.tls) {
+				conf_error(cp, f[i].col, "ca applies to https:// parents only");
+				goto fail;
+			}
+			if (conf_parent_ca(cp, &f[i + 1], &np) == -1)
+				goto fail;
 		} else {
 			conf_error(cp, f[i].col, "unknown or repeated parent-proxy option '%.*s' "
 			    "(expected auth, resolve or ca)", (int)f[i].len, f[i].s);
 			goto fail;
 		}
 	}
-	if (has_ca) {
-		conf_error(cp, f[0].col, "ca applies to https:// parents only");
-		goto fail;
-	}
 	np.url = field_dup(&f[1]);
 	*pp = np;
 	return;
 fail:
 	free(np.auth_file);
+	free(np.ca_file);
+	free(np.ca_pem);
 	if (np.auth_b64 != NULL)
 		memset(np.auth_b64, 0, strlen(np.auth_b64));
 	free(np.auth_b64);
@@ -706,6 +767,8 @@ conf_free(struct conf *c)
 	free(c->metrics_listen);
 	free(c->parent.url);
 	free(c->parent.auth_file);
+	free(c->parent.ca_file);
+	free(c->parent.ca_pem);
 	if (c->parent.auth_b64 != NULL)
 		memset(c->parent.auth_b64, 0, strlen(c->parent.auth_b64));
 	free(c->parent.auth_b64);

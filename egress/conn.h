@@ -176,6 +176,7 @@ struct conn {
 	 * CONNECT's authority (the pinned address, or the name under resolve parent) and the
 	 * parent's port, copied when the connection chose the parent. */
 	bool via_parent;
+	bool parent_tls;             /* ubev is TLS to an https:// parent: no fast relay */
 	char parent_authority[EGRESS_PARENT_AUTHORITY_MAX + 1];
 	uint16_t dial_port;
 	bool counted;                /* in p->live */
@@ -256,6 +257,7 @@ void conn_parent_start(struct conn *c, int fd);
 void conn_parent_read(struct bufferevent *bev, void *arg);
 void conn_parent_event(struct bufferevent *bev, short what, void *arg);
 void conn_parent_timeout(struct conn *c);
+void conn_parent_tls_shut(struct conn *c, struct bufferevent *bev);
 
 /* guard.c */
 void conn_guard_read(struct bufferevent *bev, void *arg);

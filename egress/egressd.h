@@ -85,6 +85,10 @@ struct conf_parent {
 	bool resolve_parent;         /* resolve parent: the parent resolves the names */
 	char *auth_file;             /* NULL: no Proxy-Authorization */
 	char *auth_b64;              /* base64 of user:password */
+	bool tls;                    /* https://: TLS to the parent, its certificate verified */
+	char *ca_file;               /* ca FILE; NULL: the system store */
+	char *ca_pem;                /* ca FILE's certificates (PEM), read with the file */
+	size_t ca_pem_len;
 };
 
 struct conf {
@@ -348,6 +352,11 @@ void conn_accept(struct principal *p, int fd);
 void conn_abort(struct conn *c, enum egress_reason reason, const char *close_cause);
 unsigned conn_count(void);
 size_t conn_count_principal(const struct principal *p);
+
+/* --- parent.c --------------------------------------------------------------------- */
+
+/* An https:// parent's TLS context, made before the engine is confined; 0 or -1, err. */
+int conn_parent_tls_init(const struct conf *conf, char *err, size_t errlen);
 
 /* --- metrics.c -------------------------------------------------------------------- */
 

@@ -392,6 +392,8 @@ mon_conf_names(const char *path)
 	/* parent-proxy auth: conf.c refuses it unless its mode is 0600 or stricter. */
 	if (mon_conf->parent.auth_file != NULL && strcmp(mon_conf->parent.auth_file, path) == 0)
 		return true;
+	if (mon_conf->parent.ca_file != NULL && strcmp(mon_conf->parent.ca_file, path) == 0)
+		return true;
 	for (size_t i = 0; i < mon_conf->npolicy_pubkeys; i++)
 		if (strcmp(mon_conf->policy_pubkey_files[i], path) == 0)
 			return true;

@@ -10,6 +10,12 @@
  * receipt, the relay. Anything else is connect-refused with the parent's status line in
  * the log; no answer within `timeout connect` is connect-timeout.
  *
+ * An https:// parent is spoken to over TLS (libevent's OpenSSL bufferevent), its
+ * certificate verified against `ca FILE` or the system store and its name (or address)
+ * checked; the context is built before the engine is confined (conn_parent_tls_init),
+ * because the engine opens no file. Such a tunnel never takes the fast relay, whose own
+ * reads and writes would bypass TLS (relay.c).
+ *
  * Trusts the parent's answer only as far as proto/parent.c parses it: bounded, its
  * status code alone decides, and the bytes after its head belong to the tunnel (they stay
  * in the upstream's input for the relay). The credential (auth FILE, read by the monitor
@@ -28,8 +34,108 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent_ssl.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include "conn.h"
+
+static SSL_CTX *parent_ctx;             /* https:// parents: made before the confinement */
+
+/*
+ * The TLS context of an https:// parent: TLS 1.2 or later, the peer verified against the
+ * certificates of `ca FILE` (read by conf.c) or those of the system store's bundle file,
+ * loaded now, at once (a lookup by hash later would open files the engine may not).
+ * 0, or -1 with err.
+ */
+int
+conn_parent_tls_init(const struct conf *conf, char *err, size_t errlen)
+{
+	const struct conf_parent *pp = &conf->parent;
+	const char *bundle = X509_get_default_cert_file();
+	SSL_CTX *ctx;
+
+	if (pp->url == NULL || !pp->tls || parent_ctx != NULL)
+		return 0;
+	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL ||
+	    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
+		snprintf(err, errlen, "parent-proxy: no TLS context");
+		SSL_CTX_free(ctx);
+		return -1;
+	}
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	if (pp->ca_pem != NULL) {
+		X509_STORE *store = SSL_CTX_get_cert_store(ctx);
+		BIO *bio = BIO_new_mem_buf(pp->ca_pem, (int)pp->ca_pem_len);
+		X509 *x;
+		unsigned n = 0;
+
+		while (bio != NULL && (x = PEM_read_bio_X509(bio, NULL, NULL, NULL)) != NULL) {
+			if (X509_STORE_add_cert(store, x) == 1)
+				n++;
+			X509_free(x);
+		}
+		BIO_free(bio);
+		ERR_clear_error();
+		if (n == 0) {
+			snprintf(err, errlen, "parent-proxy ca %s: no certificate loaded",
+			    pp->ca_file);
+			SSL_CTX_free(ctx);
+			return -1;
+		}
+	} else if (SSL_CTX_load_verify_file(ctx, bundle) != 1) {
+		snprintf(err, errlen, "parent-proxy: the system store %s does not load (name a "
+		    "ca FILE)", bundle);
+		ERR_clear_error();
+		SSL_CTX_free(ctx);
+		return -1;
+	}
+	parent_ctx = ctx;
+	return 0;
+}
+
+/* The upstream of an https:// parent: TLS on fd, the parent's name (or address) checked. */
+static struct bufferevent *
+conn_parent_tls(struct conn *c, const struct conf_parent *pp, int fd)
+{
+	struct bufferevent *bev;
+	SSL *ssl;
+
+	if (parent_ctx == NULL || (ssl = SSL_new(parent_ctx)) == NULL)
+		return NULL;
+	if (pp->literal) {
+		if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), pp->host) != 1) {
+			SSL_free(ssl);
+			return NULL;
+		}
+	} else if (SSL_set_tlsext_host_name(ssl, pp->host) != 1 ||
+	    SSL_set1_host(ssl, pp->host) != 1) {
+		SSL_free(ssl);
+		return NULL;
+	}
+	bev = bufferevent_openssl_socket_new(egressd_base, fd, ssl, BUFFEREVENT_SSL_CONNECTING,
+	    BEV_OPT_CLOSE_ON_FREE);
+	if (bev == NULL) {
+		SSL_free(ssl);
+		return NULL;
+	}
+	/* A parent that closes without close_notify ends its side like a TCP EOF. */
+	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+	c->parent_tls = true;
+	return bev;
+}
+
+/* Half-close toward an https:// parent: close_notify first (TLS 1.3 keeps reading). */
+void
+conn_parent_tls_shut(struct conn *c, struct bufferevent *bev)
+{
+	SSL *ssl;
+
+	if (c->parent_tls && bev == c->ubev && (ssl = bufferevent_openssl_get_ssl(bev)) != NULL)
+		(void)SSL_shutdown(ssl);
+	ERR_clear_error();
+}
 
 static const struct conf_parent *
 conn_parent_conf(void)
@@ -130,7 +236,8 @@ conn_parent_start(struct conn *c, int fd)
 	int one = 1;
 
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	c->ubev = bufferevent_socket_new(egressd_base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->ubev = pp->tls ? conn_parent_tls(c, pp, fd) :
+	    bufferevent_socket_new(egressd_base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (c->ubev == NULL) {
 		close(fd);
 		conn_deny(c, EGRESS_CONNECT_REFUSED, "no memory for the parent", NULL, 0, 0, -1);
@@ -195,11 +302,25 @@ void
 conn_parent_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct conn *c = arg;
-	char why[160];
+	char why[320];
 
-	(void)bev;
-	if (c->state != CS_PARENT)
+	if (c->state != CS_PARENT || (what & BEV_EVENT_CONNECTED))
+		return;                 /* an https:// parent's handshake is done */
+	if (c->parent_tls && (what & BEV_EVENT_ERROR)) {
+		unsigned long e = bufferevent_get_openssl_error(bev);
+		SSL *ssl = bufferevent_openssl_get_ssl(bev);
+		long v = ssl != NULL ? SSL_get_verify_result(ssl) : X509_V_OK;
+		char tls[120] = "";
+
+		if (e != 0)
+			ERR_error_string_n(e, tls, sizeof(tls));
+		snprintf(why, sizeof(why), "the parent's TLS: %s%s%s", v != X509_V_OK ?
+		    X509_verify_cert_error_string(v) : "", v != X509_V_OK && e != 0 ? ": " : "",
+		    e != 0 ? tls : (v != X509_V_OK ? "" : strerror(EVUTIL_SOCKET_ERROR())));
+		ERR_clear_error();
+		conn_parent_fail(c, EGRESS_CONNECT_REFUSED, why);
 		return;
+	}
 	if (what & BEV_EVENT_EOF) {
 		conn_parent_fail(c, EGRESS_CONNECT_REFUSED, "the parent closed without answering");
 		return;

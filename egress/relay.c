@@ -107,6 +107,8 @@ conn_half_shut(struct conn *c, enum conn_dir d, bool may, struct bufferevent *ds
 
 	if (!may || conn_halves_get(&c->halves, d) != CH_EOF_SEEN)
 		return;
+	if (evbuffer_get_length(bufferevent_get_output(dst)) == 0)
+		conn_parent_tls_shut(c, dst);   /* TLS to a parent: close_notify first */
 	if (egress_splice_shut(true, &shut, dst))
 		conn_half_step(c, d, CHE_SHUT);
 }
@@ -323,6 +325,10 @@ conn_fast_start(struct conn *c)
 	/* No read comes between these moves and the transition (which stops the
 	 * bufferevents' reads): nothing is left behind in their inputs. */
 	if (!conn_relay_move(c, c->cbev) || !conn_relay_move(c, c->ubev))
+		return;
+	/* Through an https:// parent the bufferevents go on copying: TLS is theirs, and the
+	 * fast relay's reads and writes of the fd would bypass it. */
+	if (c->parent_tls)
 		return;
 	conn_transition(c, CE_FAST);
 	if (!conn_halves_eof(&c->halves, CD_UP) &&

@@ -34,6 +34,7 @@ up.e2e.test       A  127.0.0.1
 private.e2e.test  A  10.1.2.3
 denied.e2e.test   A  127.0.0.1
 parent.e2e.test   A  127.0.0.1
+wrong.e2e.test    A  127.0.0.1
 EOF
 dns_start zone
 cat > parent.policy <<EOF
@@ -300,6 +301,71 @@ expect_eq "auth: no password and no credential in egressd's log or the receipts"
     "$(cat egressd.err "$RCPT" | grep -c -e "$TPPASS" -e "$b64" -e "$b64bad")"
 check_receipts "auth"
 
+# --- https:// parents (TLS to the parent: socat terminates it in front of Squid) -----------------
+printf 'subjectAltName=DNS:parent.e2e.test,IP:127.0.0.1\n' > ext.cnf
+for ca in ca other; do
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout $ca.key \
+	    -out $ca.pem -days 2 -subj "/CN=e2e $ca" 2>/dev/null
+done
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout srv.key -out srv.csr \
+    -subj /CN=parent.e2e.test 2>/dev/null
+openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2 \
+    -extfile ext.cnf 2>/dev/null
+TLSP=$(freeport)
+spawn tlsparent socat "OPENSSL-LISTEN:$TLSP,bind=127.0.0.1,reuseaddr,fork,cert=$WORK/srv.pem,key=$WORK/srv.key,verify=0" \
+    "TCP:127.0.0.1:$SQ"
+wait_tcp "$TLSP" || { echo "Bail out! socat (TLS) did not listen: $(cat tlsparent.err)"; exit 99; }
+start "parent-proxy https://parent.e2e.test:$TLSP ca $WORK/ca.pem"
+s=$(sq_lines)
+m=$(rcpt_mark)
+expect_eq "https parent: a tunnel through TLS to the parent, 200 kB both ways" "200 echo-ok" \
+    "$(tunnel connect "$S" up.e2e.test "$ECHO" --mode echo --size 200000)"
+expect_eq "https parent: receipt" "close allowed 127.0.0.1 parent 200000 200000" \
+    "$(rcpt --skip "$m" --where event=close --wait 10 --fields event,reason,addr,via,bytes_up,bytes_down)"
+if sq_wait " CONNECT 127.0.0.1:$ECHO " "$s"; then
+	ok "https parent: the parent behind TLS was asked CONNECT 127.0.0.1:$ECHO"
+else
+	not_ok "https parent: the parent behind TLS was asked ($(tail -n 2 "$SQLOG"))"
+fi
+expect_eq "https parent: the server-first banner through TLS" "200 eof" \
+    "$(py tunnel connect "$S" up.e2e.test "$BANNER" --mode hold --hello "" --wait-bytes 21 \
+    --hold-secs 5 --timeout 8 | tr '\n' ' ' | awk '{ print $1, $2 }')"
+expect_eq "https parent: SOCKS5 through TLS" "00 echo-ok" \
+    "$(tunnel socks5 "$S" up.e2e.test "$ECHO" --mode echo --size 5000)"
+# One segment of client bytes, released by the SNI guard with no read after it: the
+# bufferevents must move it (the fast relay, which would, is not for TLS parents).
+expect_eq "https parent: 1000 bytes in one segment" "200 echo-ok" \
+    "$(tunnel connect "$S" up.e2e.test "$ECHO" --mode echo --size 1000)"
+restart "parent-proxy https://127.0.0.1:$TLSP ca $WORK/ca.pem"
+expect_eq "https parent by address (the certificate's IP)" "200 echo-ok" \
+    "$(tunnel connect "$S" up.e2e.test "$ECHO" --mode echo)"
+# tlsbad WHAT DIRECTIVE PATTERN: connect-refused, the TLS failure in the log.
+tlsbad() {
+	restart "$2"
+	_m=$(rcpt_mark)
+	_lm=$(log_mark)
+	expect_eq "$1: connect-refused" "502 connect-refused data" \
+	    "$(tunnel connect "$S" up.e2e.test "$ECHO" --mode echo)"
+	expect_eq "$1: receipt" "deny connect-refused parent" \
+	    "$(rcpt --skip "$_m" --where event=deny --wait 10 --fields event,reason,via)"
+	if wait_log "why=\"the parent's TLS: $3" "$_lm"; then
+		ok "$1: the log says why"
+	else
+		not_ok "$1: the log says why ($(tail -n 2 egressd.err))"
+	fi
+}
+tlsbad "https parent with another CA" "parent-proxy https://parent.e2e.test:$TLSP ca $WORK/other.pem" \
+    "unable to get local issuer certificate"
+tlsbad "https parent: a name its certificate does not have" \
+    "parent-proxy https://wrong.e2e.test:$TLSP ca $WORK/ca.pem" "hostname mismatch"
+tlsbad "https parent: the system store does not know the test's CA" \
+    "parent-proxy https://parent.e2e.test:$TLSP" "unable to get local issuer certificate"
+restart "parent-proxy http://127.0.0.1:$TLSP"
+expect_eq "an http:// parent that speaks TLS: connect-refused" "502 connect-refused data" \
+    "$(tunnel connect "$S" up.e2e.test "$ECHO")"
+egressd_stop
+check_receipts "https parents"
+
 # --- a parent that is down, or never answers ----------------------------------------------------
 DOWN=$(freeport)
 start "parent-proxy http://127.0.0.1:$DOWN"
@@ -351,7 +417,9 @@ conf_t "no port" "http://HOST:PORT" "parent-proxy http://127.0.0.1"
 conf_t "port 0" "needs a port" "parent-proxy http://127.0.0.1:0"
 conf_t "a path" "no path" "parent-proxy http://127.0.0.1:$SQ/x/y"
 conf_t "a user in the URL" "no user in the URL" "parent-proxy http://u:p@127.0.0.1:$SQ"
-conf_t "https" "https:// parents are not supported yet" "parent-proxy https://127.0.0.1:$SQ"
+conf_t "another scheme" "expected a parent URL" "parent-proxy socks5://127.0.0.1:$SQ"
+conf_t "a missing ca file" "ca $WORK/ca.none: No such file" "parent-proxy https://127.0.0.1:$SQ ca $WORK/ca.none"
+conf_t "a ca file without a certificate" "no PEM certificate" "parent-proxy https://127.0.0.1:$SQ ca $WORK/zone"
 conf_t "an unknown mode" "expected: resolve local|parent" "parent-proxy http://127.0.0.1:$SQ resolve both"
 conf_t "an unknown option" "unknown or repeated parent-proxy option" "parent-proxy http://127.0.0.1:$SQ via x"
 conf_t "ca with http" "ca applies to https:// parents only" "parent-proxy http://127.0.0.1:$SQ ca $WORK/zone"
