@@ -336,6 +336,14 @@ expect_eq "https parent: SOCKS5 through TLS" "00 echo-ok" \
 # bufferevents must move it (the fast relay, which would, is not for TLS parents).
 expect_eq "https parent: 1000 bytes in one segment" "200 echo-ok" \
     "$(tunnel connect "$S" up.e2e.test "$ECHO" --mode echo --size 1000)"
+# SIGHUP: the confined engine reads the ca file again, opened by its monitor.
+lm=$(log_mark)
+kill -HUP "$EGRESSD_PID"
+if wait_log 'event=reload result=ok' "$lm"; then
+	ok "https parent: SIGHUP re-reads the ca file through the monitor"
+else
+	not_ok "https parent: SIGHUP re-reads the ca file through the monitor ($(tail -n 3 egressd.err))"
+fi
 restart "parent-proxy https://127.0.0.1:$TLSP ca $WORK/ca.pem"
 expect_eq "https parent by address (the certificate's IP)" "200 echo-ok" \
     "$(tunnel connect "$S" up.e2e.test "$ECHO" --mode echo)"
@@ -433,5 +441,8 @@ expect_eq "egressd -t: an error names no password" 0 "$(printf '%s' "$_e" | grep
 conf_begin "parent-proxy http://[::1]:$SQ/ auth $WORK/auth.good resolve parent"
 principal p parent.policy
 expect_eq "egressd -t: a good parent line" 0 "$("$EGRESSD" -t -c "$WORK/egressd.conf" >/dev/null 2>&1; echo $?)"
+conf_begin "parent-proxy https://parent.e2e.test:$SQ ca $WORK/ca.pem auth $WORK/auth.good"
+principal p parent.policy
+expect_eq "egressd -t: a good https parent line" 0 "$("$EGRESSD" -t -c "$WORK/egressd.conf" >/dev/null 2>&1; echo $?)"
 
 finish
