@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <stdarg.h>
@@ -16,6 +17,12 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include "egressd.h"
 #include "fields.h"
@@ -273,6 +280,234 @@ conf_policy_pubkey(struct conf_parse *cp, const struct conf_field *f, size_t nf)
 	}
 }
 
+/*
+ * parent-proxy auth FILE: "user:password" on one line (a final newline allowed), a
+ * regular file no one but its owner may read (mode 0600 or stricter), read now so that
+ * -t refuses a bad one. The confined engine receives it opened by its monitor
+ * (conf_file_opener). The credential is never printed: errors say what is wrong with
+ * the file, never what it holds.
+ */
+static int
+conf_parent_auth(struct conf_parse *cp, const struct conf_field *f, struct conf_parent *pp)
+{
+	uint8_t buf[EGRESS_PARENT_AUTH_MAX + 2];
+	char b64[EGRESS_PARENT_AUTH_B64_MAX];
+	struct stat st;
+	ssize_t n;
+	size_t len, colon = 0;
+	int fd, rc = -1;
+
+	if (conf_path(cp, f, &pp->auth_file) == -1)
+		return -1;
+	fd = conf_file_opener != NULL ? conf_file_opener(pp->auth_file) :
+	    open(pp->auth_file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd == -1) {
+		conf_error(cp, f->col, "parent-proxy auth %s: %s", pp->auth_file, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		conf_error(cp, f->col, "parent-proxy auth %s: not a regular file", pp->auth_file);
+		goto out;
+	}
+	if ((st.st_mode & 077) != 0) {
+		conf_error(cp, f->col, "parent-proxy auth %s: mode %04o, must be 0600 (readable "
+		    "by its owner only)", pp->auth_file, (unsigned)(st.st_mode & 07777));
+		goto out;
+	}
+	len = 0;
+	while (len < sizeof(buf) && (n = read(fd, buf + len, sizeof(buf) - len)) > 0)
+		len += (size_t)n;
+	if (len > 0 && buf[len - 1] == '\n')
+		len--;
+	if (len > 0 && buf[len - 1] == '\r')
+		len--;
+	if (len > EGRESS_PARENT_AUTH_MAX) {
+		conf_error(cp, f->col, "parent-proxy auth %s: longer than %d bytes",
+		    pp->auth_file, EGRESS_PARENT_AUTH_MAX);
+		goto out;
+	}
+	for (size_t i = 0; i < len; i++) {
+		if (buf[i] < 0x20 || buf[i] == 0x7f) {
+			conf_error(cp, f->col, "parent-proxy auth %s: one line user:password, "
+			    "without control bytes", pp->auth_file);
+			goto out;
+		}
+		if (buf[i] == ':' && colon == 0)
+			colon = i;
+	}
+	/* RFC 7617: the user-id has no colon; the password may have any. */
+	if (colon == 0 || colon + 1 == len) {
+		conf_error(cp, f->col, "parent-proxy auth %s: expected user:password (both "
+		    "non-empty)", pp->auth_file);
+		goto out;
+	}
+	if (parent_base64(buf, len, b64, sizeof(b64)) == 0) {
+		conf_error(cp, f->col, "parent-proxy auth %s: too long", pp->auth_file);
+		goto out;
+	}
+	free(pp->auth_b64);
+	pp->auth_b64 = xstrdup(b64);
+	rc = 0;
+out:
+	memset(buf, 0, sizeof(buf));
+	memset(b64, 0, sizeof(b64));
+	close(fd);
+	return rc;
+}
+
+/*
+ * parent-proxy ... ca FILE: the certificates an https:// parent's chain must end in, read
+ * now (PEM, at least one certificate, at most 1 MiB) so that -t refuses a bad file and
+ * the engine builds its TLS context from these bytes before it is confined.
+ */
+static int
+conf_parent_ca(struct conf_parse *cp, const struct conf_field *f, struct conf_parent *pp)
+{
+	char *buf = NULL;
+	size_t len = 0, cap = 1u << 20;
+	ssize_t n;
+	unsigned certs = 0;
+	BIO *bio;
+	X509 *x;
+	int fd;
+
+	if (conf_path(cp, f, &pp->ca_file) == -1)
+		return -1;
+	fd = conf_file_opener != NULL ? conf_file_opener(pp->ca_file) :
+	    open(pp->ca_file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd == -1) {
+		conf_error(cp, f->col, "parent-proxy ca %s: %s", pp->ca_file, strerror(errno));
+		return -1;
+	}
+	buf = xmalloc(cap + 1);
+	while (len <= cap && (n = read(fd, buf + len, cap + 1 - len)) > 0)
+		len += (size_t)n;
+	close(fd);
+	if (len > cap) {
+		conf_error(cp, f->col, "parent-proxy ca %s: larger than 1 MiB", pp->ca_file);
+		free(buf);
+		return -1;
+	}
+	if ((bio = BIO_new_mem_buf(buf, (int)len)) != NULL) {
+		while ((x = PEM_read_bio_X509(bio, NULL, NULL, NULL)) != NULL) {
+			certs++;
+			X509_free(x);
+		}
+		BIO_free(bio);
+	}
+	ERR_clear_error();
+	if (certs == 0) {
+		conf_error(cp, f->col, "parent-proxy ca %s: no PEM certificate in it", pp->ca_file);
+		free(buf);
+		return -1;
+	}
+	pp->ca_pem = buf;
+	pp->ca_pem_len = len;
+	return 0;
+}
+
+/* parent-proxy http[s]://HOST:PORT[/] [auth FILE] [resolve local|parent] [ca FILE] */
+static void
+conf_parent(struct conf_parse *cp, const struct conf_field *f, size_t nf)
+{
+	struct conf_parent *pp = &cp->c->parent, np;
+	struct egress_hostport hp;
+	struct conf_field pf;
+	struct host h;
+	unsigned long port;
+	const char *why = NULL, *u;
+	size_t ulen;
+	bool has_ca = false, seen_auth = false, seen_resolve = false;
+
+	memset(&np, 0, sizeof(np));
+	if (nf < 2 || nf % 2 != 0) {
+		conf_error(cp, f[0].col, "expected: parent-proxy http[s]://HOST:PORT [auth FILE] "
+		    "[resolve local|parent] [ca FILE]");
+		return;
+	}
+	if (pp->url != NULL) {
+		conf_error(cp, f[0].col, "a second parent-proxy");
+		return;
+	}
+	u = f[1].s;
+	ulen = f[1].len;
+	if (ulen >= 8 && memcmp(u, "https://", 8) == 0) {
+		np.tls = true;
+		u += 8;
+		ulen -= 8;
+	} else if (ulen >= 7 && memcmp(u, "http://", 7) == 0) {
+		u += 7;
+		ulen -= 7;
+	} else {
+		conf_error(cp, f[1].col, "expected a parent URL http://HOST:PORT or "
+		    "https://HOST:PORT, got '%.*s'", (int)ulen, u);
+		return;
+	}
+	if (ulen > 0 && u[ulen - 1] == '/')
+		ulen--;
+	if (memchr(u, '/', ulen) != NULL || memchr(u, '@', ulen) != NULL ||
+	    egress_hostport_split(u, ulen, &hp) == -1) {
+		conf_error(cp, f[1].col, "expected a parent URL http://HOST:PORT (no path, no "
+		    "user in the URL: use auth FILE), got '%.*s'", (int)f[1].len, f[1].s);
+		return;
+	}
+	pf.s = hp.port;
+	pf.len = hp.portlen;
+	pf.col = f[1].col;
+	if (conf_uint(&pf, 65535, &port) == -1 || port == 0) {
+		conf_error(cp, f[1].col, "the parent URL needs a port (1-65535): http://HOST:PORT");
+		return;
+	}
+	if (host_parse(hp.host, hp.hostlen, &h, &why) == -1 ||
+	    (h.kind == HOST_IPV6) != hp.bracketed) {
+		conf_error(cp, f[1].col, "bad parent host '%.*s'%s%s", (int)hp.hostlen, hp.host,
+		    why ? ": " : "", why ? why : " (an IPv6 address is written in brackets)");
+		return;
+	}
+	snprintf(np.host, sizeof(np.host), "%s", h.name);
+	np.literal = h.kind != HOST_NAME;
+	np.addr = h.addr;
+	np.port = (uint16_t)port;
+	for (size_t i = 2; i < nf; i += 2) {
+		if (field_eq(&f[i], "auth") && !seen_auth) {
+			seen_auth = true;
+			if (conf_parent_auth(cp, &f[i + 1], &np) == -1)
+				goto fail;
+		} else if (field_eq(&f[i], "resolve") && !seen_resolve) {
+			seen_resolve = true;
+			if (field_eq(&f[i + 1], "parent"))
+				np.resolve_parent = true;
+			else if (!field_eq(&f[i + 1], "local")) {
+				conf_error(cp, f[i + 1].col, "expected: resolve local|parent, got '%.*s'",
+				    (int)f[i + 1].len, f[i + 1].s);
+				goto fail;
+			}
+		} else if (field_eq(&f[i], "ca") && !has_ca) {
+			has_ca = true;
+			if (!np.tls) {
+				conf_error(cp, f[i].col, "ca applies to https:// parents only");
+				goto fail;
+			}
+			if (conf_parent_ca(cp, &f[i + 1], &np) == -1)
+				goto fail;
+		} else {
+			conf_error(cp, f[i].col, "unknown or repeated parent-proxy option '%.*s' "
+			    "(expected auth, resolve or ca)", (int)f[i].len, f[i].s);
+			goto fail;
+		}
+	}
+	np.url = field_dup(&f[1]);
+	*pp = np;
+	return;
+fail:
+	free(np.auth_file);
+	free(np.ca_file);
+	free(np.ca_pem);
+	if (np.auth_b64 != NULL)
+		memset(np.auth_b64, 0, strlen(np.auth_b64));
+	free(np.auth_b64);
+}
+
 static void
 conf_directive(struct conf_parse *cp, const struct conf_field *f, size_t nf)
 {
@@ -307,6 +542,10 @@ conf_directive(struct conf_parse *cp, const struct conf_field *f, size_t nf)
 	}
 	if (field_eq(&f[0], "policy-pubkey")) {
 		conf_policy_pubkey(cp, f, nf);
+		return;
+	}
+	if (field_eq(&f[0], "parent-proxy")) {
+		conf_parent(cp, f, nf);
 		return;
 	}
 	if (field_eq(&f[0], "lease")) {
@@ -526,6 +765,13 @@ conf_free(struct conf *c)
 	free(c->hosts);
 	free(c->user);
 	free(c->metrics_listen);
+	free(c->parent.url);
+	free(c->parent.auth_file);
+	free(c->parent.ca_file);
+	free(c->parent.ca_pem);
+	if (c->parent.auth_b64 != NULL)
+		memset(c->parent.auth_b64, 0, strlen(c->parent.auth_b64));
+	free(c->parent.auth_b64);
 	free(c);
 }
 

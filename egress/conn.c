@@ -105,6 +105,7 @@ conn_receipt_base(const struct conn *c, struct receipt *r, enum receipt_event ev
 	r->host = c->has_host ? c->host.name : NULL;
 	r->port = conn_port(c);
 	r->addr = c->addr_text[0] ? c->addr_text : NULL;
+	r->via = c->via_parent ? "parent" : NULL;
 	r->sni = c->sni;
 	r->bytes_up = r->bytes_down = r->duration_ms = -1;
 }
@@ -163,8 +164,14 @@ conn_install(struct conn *c)
 	case CS_NATIVE:
 	case CS_RESOLVE:
 	case CS_CONNECT:
+	case CS_PARENT:
 		bufferevent_setwatermark(c->cbev, EV_READ, 0, EGRESS_HTTP_HEAD_MAX + 1);
 		bufferevent_setcb(c->cbev, conn_client_read, NULL, conn_client_event, c);
+		if (c->state != CS_PARENT)
+			break;
+		/* The parent's answer head, and no more than its bound (parent.c). */
+		bufferevent_setcb(c->ubev, conn_parent_read, NULL, conn_parent_event, c);
+		bufferevent_setwatermark(c->ubev, EV_READ, 0, EGRESS_PARENT_HEAD_MAX);
 		break;
 	case CS_GUARD:
 	case CS_GUARD_OPEN:
@@ -424,7 +431,7 @@ conn_client_event(struct bufferevent *bev, short what, void *arg)
 			conn_free(c);
 			return;
 		}
-		if (c->state == CS_RESOLVE || c->state == CS_CONNECT) {
+		if (c->state == CS_RESOLVE || c->state == CS_CONNECT || c->state == CS_PARENT) {
 			/* It gave up waiting: the decision's receipt says why it ended. */
 			conn_free(c);
 			return;
@@ -452,8 +459,11 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		break;
 	case CS_CONNECT:
 		conn_dial_free(c);
-		conn_deny(c, EGRESS_CONNECT_TIMEOUT, "no pinned address answered in time", NULL,
-		    0, 0, -1);
+		conn_deny(c, EGRESS_CONNECT_TIMEOUT, c->via_parent ? "the parent proxy did not "
+		    "answer in time" : "no pinned address answered in time", NULL, 0, 0, -1);
+		break;
+	case CS_PARENT:
+		conn_parent_timeout(c);
 		break;
 	case CS_GUARD:
 	case CS_GUARD_OPEN:

@@ -8,6 +8,7 @@
  *   frontend.c  sniffing the first bytes, the HTTP, SOCKS5, SOCKS4 and native parsers'
  *               requests, the target (synthetic addresses), the DNS verb
  *   connect.c   the decision (policy, quotas), resolution, classification, connecting
+ *   parent.c    a parent proxy: the CONNECT asked of it and its answer (parent-proxy)
  *   guard.c     the SNI guard on the client's first bytes
  *   relay.c     the tunnel: bounded two-way copy, half-close, the fast relay, idle
  *
@@ -35,7 +36,9 @@ enum conn_state {
 	CS_SOCKS4,
 	CS_NATIVE,
 	CS_RESOLVE,                  /* allowed by name: the resolver is asked */
-	CS_CONNECT,                  /* connecting to the pinned addresses */
+	CS_CONNECT,                  /* connecting to the pinned addresses (or the parent) */
+	CS_PARENT,                   /* connected to the parent proxy: its answer to our
+	                              * CONNECT is awaited; nothing of the client's flows */
 	CS_GUARD,                    /* tunnel up, client bytes held for the SNI guard, no open
 	                              * receipt yet: nothing has flowed either way */
 	CS_GUARD_OPEN,               /* the guard still inspects; the open receipt is written
@@ -61,6 +64,7 @@ enum conn_event {
 	CE_GUARD_END,                /* the guard is done (passed, not TLS, the client's EOF) */
 	CE_FAST,                     /* the fast relay takes over the copy */
 	CE_ANSWER,                   /* an answer owed before the close (refusal, question) */
+	CE_PARENT,                   /* connected to the parent: CONNECT is asked of it */
 	CE_COUNT,
 };
 
@@ -177,6 +181,11 @@ struct conn {
 	struct dns_query *dq;
 	struct conn_dial *dial;      /* while connecting only (connect.c) */
 	char addr_text[EGRESS_ADDRSTRLEN];
+	/* parent-proxy: the tunnel is asked of the parent (receipts say "via":"parent"), at
+	 * the parent's port; the CONNECT's authority is made from addr_text or the name. */
+	bool via_parent;
+	bool parent_tls;             /* ubev is TLS to an https:// parent: no fast relay */
+	uint16_t dial_port;
 	bool counted;                /* in p->live */
 	uint64_t bytes_up, bytes_down;
 	int64_t start_ms;            /* CLOCK_MONOTONIC */
@@ -244,6 +253,18 @@ void conn_client_read(struct bufferevent *bev, void *arg);
 
 /* connect.c */
 void conn_decide(struct conn *c);
+void conn_attempts_close(struct conn *c, int keep);
+void conn_dial(struct conn *c, const struct addr *addrs, size_t n);
+
+/* parent.c */
+bool conn_parent_wanted(const struct conn *c);
+bool conn_parent_resolves(const struct conn *c);
+void conn_parent_dial(struct conn *c);
+void conn_parent_start(struct conn *c, int fd);
+void conn_parent_read(struct bufferevent *bev, void *arg);
+void conn_parent_event(struct bufferevent *bev, short what, void *arg);
+void conn_parent_timeout(struct conn *c);
+void conn_parent_tls_shut(struct conn *c, struct bufferevent *bev);
 void conn_dial_free(struct conn *c);
 
 /* guard.c */
@@ -259,6 +280,12 @@ void conn_start_relay(struct conn *c, int fd);
  * socket when nothing is queued and no receipt of the turn waits for the monitor.
  */
 void conn_answer(struct conn *c, const void *p, size_t len);
+/*
+ * May bytes for dst go straight to its socket in this callback: no receipt of the turn
+ * waits for the monitor, and dst is not TLS to a parent (its bytes go through the TLS
+ * bufferevent, never the socket).
+ */
+bool conn_write_now(const struct conn *c, const struct bufferevent *dst);
 void conn_relay_read(struct bufferevent *bev, void *arg);
 void conn_relay_write(struct bufferevent *bev, void *arg);
 void conn_relay_event(struct bufferevent *bev, short what, void *arg);

@@ -3,6 +3,8 @@
  * (c-ares), every CNAME checked against the deny rules, every answer classified (one
  * refused address refuses the name), the set pinned; then the pinned addresses are tried,
  * families interleaved with a 250 ms stagger (RFC 8305), egressd's own listener refused.
+ * With a parent-proxy the same decisions are taken, then the parent is dialled instead
+ * (parent.c says what is asked of it).
  * Trusts the policy and the resolver's answers only as far as these checks let them.
  */
 #include "config.h"
@@ -86,13 +88,16 @@ static void
 conn_connect_failed_all(struct conn *c)
 {
 	int e = c->dial->last_errno;
+	char why[160];
 
 	conn_dial_free(c);
+	snprintf(why, sizeof(why), "%s%s", c->via_parent ? "the parent proxy: " : "",
+	    strerror(e));
 	if (e == ETIMEDOUT)
-		conn_deny(c, EGRESS_CONNECT_TIMEOUT, "no pinned address answered", NULL, 0, 0,
-		    -1);
+		conn_deny(c, EGRESS_CONNECT_TIMEOUT, c->via_parent ? why :
+		    "no pinned address answered", NULL, 0, 0, -1);
 	else
-		conn_deny(c, EGRESS_CONNECT_REFUSED, strerror(e), NULL, 0, 0, -1);
+		conn_deny(c, EGRESS_CONNECT_REFUSED, why, NULL, 0, 0, -1);
 }
 
 static void
@@ -108,6 +113,12 @@ conn_attempt_done(struct conn *c, size_t i)
 
 		event_free(c->dial->att[i].ev);
 		c->dial->att[i].fd = -1;
+		if (c->via_parent) {
+			conn_dial_free(c);
+			/* The deadline runs on until the parent answers. */
+			conn_parent_start(c, fd);
+			return;
+		}
 		addr_format(&c->dial->att[i].addr, c->addr_text);
 		conn_dial_free(c);
 		evtimer_del(c->timer);
@@ -177,10 +188,13 @@ conn_connect_next(struct conn *c)
 	struct attempt *a;
 	int fd;
 
+	/* The parent's address is the operator's: the target's checks were made already. */
+	uint16_t port = c->via_parent ? c->dial_port : c->port;
+
 	while (c->dial->next < c->dial->naddrs) {
 		const struct addr *ad = &c->dial->addrs[c->dial->next++];
 
-		if (conn_refuse_own(c, ad))
+		if (!c->via_parent && conn_refuse_own(c, ad))
 			return;
 
 		memset(&ss, 0, sizeof(ss));
@@ -188,14 +202,14 @@ conn_connect_next(struct conn *c)
 			struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
 
 			sin->sin_family = AF_INET;
-			sin->sin_port = htons(c->port);
+			sin->sin_port = htons(port);
 			memcpy(&sin->sin_addr, ad->b, 4);
 			sslen = sizeof(*sin);
 		} else {
 			struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
 
 			sin6->sin6_family = AF_INET6;
-			sin6->sin6_port = htons(c->port);
+			sin6->sin6_port = htons(port);
 			memcpy(&sin6->sin6_addr, ad->b, 16);
 			sslen = sizeof(*sin6);
 		}
@@ -265,6 +279,20 @@ conn_connect(struct conn *c, const struct addr *addrs, size_t n)
 			return;
 	conn_interleave(c, addrs, n);
 	conn_set_timer(c, (unsigned)conn_settings(c)->timeout_connect);
+	if (conn_parent_wanted(c)) {
+		conn_parent_dial(c);    /* the validated set, or none under resolve parent */
+		return;
+	}
+	conn_connect_next(c);
+}
+
+/* Dials addrs (the parent's): the same attempts, stagger and deadline as any connect. */
+void
+conn_dial(struct conn *c, const struct addr *addrs, size_t n)
+{
+	if (c->dial == NULL)
+		c->dial = xcalloc(1, sizeof(*c->dial));
+	conn_interleave(c, addrs, n);
 	conn_connect_next(c);
 }
 
@@ -363,6 +391,11 @@ conn_decide(struct conn *c)
 	}
 	if (!conn_quota_ok(c))
 		return;
+	if (c->host.kind == HOST_NAME && conn_parent_resolves(c)) {
+		/* resolve parent: no resolver hears of the name, the parent resolves it. */
+		conn_connect(c, NULL, 0);
+		return;
+	}
 	if (c->host.kind != HOST_NAME) {
 		if (conn_classify(c, &c->host.addr, 1, &v) >= 0) {
 			conn_deny_private(c, &c->host.addr, &v);

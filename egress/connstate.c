@@ -11,6 +11,8 @@
  *   RESOLVE    -connect-> CONNECT
  *   CONNECT    -open-> RELAY        (no guard: the open receipt, then the success answer)
  *   CONNECT    -connected-guard-> GUARD
+ *   CONNECT    -parent-> PARENT     (parent-proxy: connected to it, CONNECT asked)
+ *   PARENT     -open-> RELAY | -connected-guard-> GUARD (the parent's 2xx), as CONNECT
  *   GUARD      -open-> GUARD_OPEN   (a hello passed, the server spoke first, or the end)
  *   GUARD_OPEN -guard-end-> RELAY
  *   RELAY      -fast-> FAST
@@ -37,31 +39,33 @@
 /* [state][event]: the events in conn.h's order, one column each. */
 static const enum conn_state conn_table[CS_COUNT][CE_COUNT] = {
 	/*             http     socks5     socks4     native     resolve    connect
-	 *             connected-guard open      guard-end  fast     answer */
+	 *             connected-guard open      guard-end  fast     answer  parent */
 	[CS_SNIFF] = { CS_HTTP, CS_SOCKS5, CS_SOCKS4, CS_NATIVE, R,         R,
-	               R,        R,        R,         R,        CS_DRAIN },
+	               R,        R,        R,         R,        CS_DRAIN, R },
 	[CS_HTTP] =  { R,       R,         R,         R,         CS_RESOLVE, CS_CONNECT,
-	               R,        R,        R,         R,        CS_DRAIN },
+	               R,        R,        R,         R,        CS_DRAIN, R },
 	[CS_SOCKS5] = { R,      R,         R,         R,         CS_RESOLVE, CS_CONNECT,
-	               R,        R,        R,         R,        CS_DRAIN },
+	               R,        R,        R,         R,        CS_DRAIN, R },
 	[CS_SOCKS4] = { R,      R,         R,         R,         CS_RESOLVE, CS_CONNECT,
-	               R,        R,        R,         R,        CS_DRAIN },
+	               R,        R,        R,         R,        CS_DRAIN, R },
 	[CS_NATIVE] = { R,      R,         R,         R,         CS_RESOLVE, CS_CONNECT,
-	               R,        R,        R,         R,        CS_DRAIN },
+	               R,        R,        R,         R,        CS_DRAIN, R },
 	[CS_RESOLVE] = { R,     R,         R,         R,         R,         CS_CONNECT,
-	               R,        R,        R,         R,        CS_DRAIN },
+	               R,        R,        R,         R,        CS_DRAIN, R },
 	[CS_CONNECT] = { R,     R,         R,         R,         R,         R,
-	               CS_GUARD, CS_RELAY, R,         R,        CS_DRAIN },
+	               CS_GUARD, CS_RELAY, R,         R,        CS_DRAIN, CS_PARENT },
+	[CS_PARENT] = { R,      R,         R,         R,         R,         R,
+	               CS_GUARD, CS_RELAY, R,         R,        CS_DRAIN, R },
 	[CS_GUARD] = { R,       R,         R,         R,         R,         R,
-	               R,        CS_GUARD_OPEN, R,    R,        R },
+	               R,        CS_GUARD_OPEN, R,    R,        R, R },
 	[CS_GUARD_OPEN] = { R,  R,         R,         R,         R,         R,
-	               R,        R,        CS_RELAY,  R,        R },
+	               R,        R,        CS_RELAY,  R,        R, R },
 	[CS_RELAY] = { R,       R,         R,         R,         R,         R,
-	               R,        R,        R,         CS_FAST,  R },
+	               R,        R,        R,         CS_FAST,  R, R },
 	[CS_FAST] =  { R,       R,         R,         R,         R,         R,
-	               R,        R,        R,         R,        R },
+	               R,        R,        R,         R,        R, R },
 	[CS_DRAIN] = { R,       R,         R,         R,         R,         R,
-	               R,        R,        R,         R,        R },
+	               R,        R,        R,         R,        R, R },
 };
 
 #undef R
@@ -86,6 +90,7 @@ static const char *const conn_state_names[CS_COUNT] = {
 	[CS_NATIVE] = "native",
 	[CS_RESOLVE] = "resolve",
 	[CS_CONNECT] = "connect",
+	[CS_PARENT] = "parent",
 	[CS_GUARD] = "guard",
 	[CS_GUARD_OPEN] = "guard-open",
 	[CS_RELAY] = "relay",
@@ -105,6 +110,7 @@ static const char *const conn_event_names[CE_COUNT] = {
 	[CE_GUARD_END] = "guard-end",
 	[CE_FAST] = "fast",
 	[CE_ANSWER] = "answer",
+	[CE_PARENT] = "parent",
 };
 
 enum conn_state

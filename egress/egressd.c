@@ -258,6 +258,12 @@ engine_run(const char *file, bool debug, bool seccomp_log)
 	}
 	if (dns_init(egressd_base, conf_current) == -1)
 		return 1;
+	/* An https:// parent's TLS context reads its certificates now: the engine opens no
+	 * file once confined. */
+	if (conn_parent_tls_init(conf_current, err, sizeof(err)) == -1) {
+		log_startupx("%s", err);
+		return 1;
+	}
 	ctl = engine_adopt_socket(MW_ADOPT_CONTROL);
 	lease = engine_adopt_socket(MW_ADOPT_LEASE);
 	if (ctl == -1 || ctl_init(egressd_base, ctl, lease) == -1)

@@ -26,6 +26,7 @@
 #include "socks.h"
 #include "synth.h"
 #include "monwire.h"
+#include "parent.h"
 
 #define EGRESSD_MAX_NAT64 16
 #define EGRESSD_MAX_PRINCIPALS 4096
@@ -70,6 +71,26 @@ struct conf_principal {
 	unsigned line;
 };
 
+/*
+ * parent-proxy URL [auth FILE] [resolve local|parent] [ca FILE]: every tunnel is asked of
+ * the parent with CONNECT (egress/parent.c). The credential is kept base64 encoded, the
+ * only form egressd sends it in; it is never logged.
+ */
+struct conf_parent {
+	char *url;                   /* as written, for the log; NULL: no parent */
+	char host[EGRESS_HOST_MAX + 1]; /* canonical name or formatted address */
+	struct addr addr;            /* when the host is an address literal */
+	bool literal;
+	uint16_t port;
+	bool resolve_parent;         /* resolve parent: the parent resolves the names */
+	char *auth_file;             /* NULL: no Proxy-Authorization */
+	char *auth_b64;              /* base64 of user:password */
+	bool tls;                    /* https://: TLS to the parent, its certificate verified */
+	char *ca_file;               /* ca FILE; NULL: the system store */
+	char *ca_pem;                /* ca FILE's certificates (PEM), read with the file */
+	size_t ca_pem_len;
+};
+
 struct conf {
 	char *file;
 	char *text;                  /* the file's bytes as read */
@@ -104,6 +125,7 @@ struct conf {
 	size_t synth_max;            /* synthetic-max: names per principal */
 	struct conf_principal *principals;
 	size_t nprincipals;
+	struct conf_parent parent;   /* parent-proxy; parent.url NULL: none */
 };
 
 /* Parses FILE; NULL with every error printed (file:line:column) to stderr. */
@@ -330,6 +352,11 @@ void conn_accept(struct principal *p, int fd);
 void conn_abort(struct conn *c, enum egress_reason reason, const char *close_cause);
 unsigned conn_count(void);
 size_t conn_count_principal(const struct principal *p);
+
+/* --- parent.c --------------------------------------------------------------------- */
+
+/* An https:// parent's TLS context, made before the engine is confined; 0 or -1, err. */
+int conn_parent_tls_init(const struct conf *conf, char *err, size_t errlen);
 
 /* --- metrics.c -------------------------------------------------------------------- */
 

@@ -78,7 +78,7 @@ conn_guard_release(struct conn *c, size_t n)
 {
 	/* After the open's acknowledgement (conn_write_open): straight to the upstream. */
 	size_t moved = egress_splice_push(bufferevent_get_input(c->cbev), c->ubev, n,
-	    !engine_waiting());
+	    conn_write_now(c, c->ubev));
 
 	return moved == 0 || conn_account(c, true, moved);
 }

@@ -63,7 +63,7 @@ static size_t mon_nprincipals;
 
 /* An open without its close: what the daemon-restart close repeats of it. */
 struct mon_open {
-	char *id, *principal, *policy, *frontend, *host, *addr, *sni;
+	char *id, *principal, *policy, *frontend, *host, *addr, *via, *sni;
 	uint8_t *raw;
 	size_t raw_len;
 	int port;
@@ -171,7 +171,7 @@ mon_open_add(const struct mw_record *rec)
 {
 	size_t n = strlen(rec->id) + strlen(rec->principal) + strlen(rec->policy) +
 	    strlen(rec->frontend) + strlen(rec->host) + strlen(rec->addr) + strlen(rec->sni) +
-	    7 + rec->raw_len;
+	    strlen(rec->via) + 8 + rec->raw_len;
 	struct mon_open *o = xcalloc(1, sizeof(*o) + n);
 	char *at = o->blob;
 
@@ -181,6 +181,7 @@ mon_open_add(const struct mw_record *rec)
 	o->frontend = mon_pack(&at, rec->frontend);
 	o->host = mon_pack(&at, rec->host);
 	o->addr = mon_pack(&at, rec->addr);
+	o->via = mon_pack(&at, rec->via);
 	o->sni = mon_pack(&at, rec->sni);
 	if (rec->raw_len > 0) {
 		o->raw = (uint8_t *)at;
@@ -222,6 +223,7 @@ mon_close_opens(void)
 		r.raw_len = o->raw_len;
 		r.port = o->port;
 		r.addr = o->addr;
+		r.via = o->via;
 		r.sni = o->sni;
 		r.reason = EGRESS_ALLOWED;
 		r.close = "daemon-restart";
@@ -386,6 +388,11 @@ static bool
 mon_conf_names(const char *path)
 {
 	if (mon_conf->hosts != NULL && strcmp(mon_conf->hosts, path) == 0)
+		return true;
+	/* parent-proxy auth: conf.c refuses it unless its mode is 0600 or stricter. */
+	if (mon_conf->parent.auth_file != NULL && strcmp(mon_conf->parent.auth_file, path) == 0)
+		return true;
+	if (mon_conf->parent.ca_file != NULL && strcmp(mon_conf->parent.ca_file, path) == 0)
 		return true;
 	for (size_t i = 0; i < mon_conf->npolicy_pubkeys; i++)
 		if (strcmp(mon_conf->policy_pubkey_files[i], path) == 0)

@@ -452,6 +452,7 @@ receipt_open(const char *path, const char *keyfile, struct event_base *base)
 		r.host = jstr(o, "host");
 		r.port = json_is_integer(port) ? (int)json_integer_value(port) : -1;
 		r.addr = jstr(o, "addr");
+		r.via = jstr(o, "via");
 		r.sni = jstr(o, "sni");
 		r.reason = EGRESS_ALLOWED;
 		r.close = "daemon-restart";

@@ -71,13 +71,16 @@ conn_half_shut(struct conn *c, enum conn_dir d, bool may, struct bufferevent *ds
 	/*
 	 * The last half: the close that follows at once (conn_maybe_finish) ends dst's side
 	 * with its FIN, and nothing is unread on dst, whose own direction read to its end: one
-	 * shutdown(2) fewer a tunnel.
+	 * shutdown(2) fewer a tunnel. Not through TLS to a parent (close_notify first).
 	 */
-	if (conn_halves_get(&c->halves, d == CD_UP ? CD_DOWN : CD_UP) == CH_SHUT_SENT &&
+	if (!c->parent_tls &&
+	    conn_halves_get(&c->halves, d == CD_UP ? CD_DOWN : CD_UP) == CH_SHUT_SENT &&
 	    evbuffer_get_length(bufferevent_get_output(dst)) == 0) {
 		conn_half_step(c, d, CHE_SHUT);
 		return;
 	}
+	if (evbuffer_get_length(bufferevent_get_output(dst)) == 0)
+		conn_parent_tls_shut(c, dst);   /* TLS to a parent: close_notify first */
 	if (egress_splice_shut(true, &shut, dst))
 		conn_half_step(c, d, CHE_SHUT);
 }
@@ -189,7 +192,7 @@ conn_relay_move(struct conn *c, struct bufferevent *src)
 		if (n == 0)
 			return true;
 	}
-	moved = (int)egress_splice_push(in, dst, n, !engine_waiting());
+	moved = (int)egress_splice_push(in, dst, n, conn_write_now(c, dst));
 	if (moved <= 0)
 		return true;
 	if (up && conn_forward_done(c))
@@ -293,6 +296,10 @@ conn_fast_start(struct conn *c)
 	 * bufferevents' reads): nothing is left behind in their inputs. */
 	if (!conn_relay_move(c, c->cbev) || !conn_relay_move(c, c->ubev))
 		return;
+	/* Through an https:// parent the bufferevents go on copying: TLS is theirs, and the
+	 * fast relay's reads and writes of the fd would bypass it. */
+	if (c->parent_tls)
+		return;
 	conn_transition(c, CE_FAST);
 	if (!conn_halves_eof(&c->halves, CD_UP) &&
 	    evbuffer_get_length(bufferevent_get_output(c->ubev)) < EGRESSD_RELAY_BUF)
@@ -351,10 +358,16 @@ conn_idle_check(struct conn *c)
 	evtimer_add(c->timer, &tv);
 }
 
+bool
+conn_write_now(const struct conn *c, const struct bufferevent *dst)
+{
+	return !engine_waiting() && !(c->parent_tls && dst == c->ubev);
+}
+
 void
 conn_answer(struct conn *c, const void *p, size_t len)
 {
-	(void)egress_splice_send(p, len, c->cbev, !engine_waiting());
+	(void)egress_splice_send(p, len, c->cbev, conn_write_now(c, c->cbev));
 }
 
 void
@@ -363,8 +376,11 @@ conn_start_relay(struct conn *c, int fd)
 	const struct policy_settings *s = conn_settings(c);
 	int one = 1;
 
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	c->ubev = bufferevent_socket_new(egressd_base, fd, BEV_OPT_CLOSE_ON_FREE);
+	/* Through a parent proxy the upstream is the parent's tunnel: ubev exists (fd -1). */
+	if (c->ubev == NULL) {
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		c->ubev = bufferevent_socket_new(egressd_base, fd, BEV_OPT_CLOSE_ON_FREE);
+	}
 	if (c->ubev == NULL) {
 		close(fd);
 		conn_deny(c, EGRESS_CONNECT_REFUSED, "no memory for the upstream", NULL, 0, 0, -1);
@@ -441,6 +457,13 @@ conn_start_relay(struct conn *c, int fd)
 	bufferevent_enable(c->ubev, EV_READ);
 	bufferevent_enable(c->cbev, EV_READ);
 	conn_set_timer(c, (unsigned)s->timeout_idle);
+	/*
+	 * Bytes a parent proxy sent right after its answer head are the upstream's first:
+	 * read again in a later callback, as if they had just arrived (the fast relay's start
+	 * below moves them at once).
+	 */
+	if (evbuffer_get_length(bufferevent_get_input(c->ubev)) > 0)
+		bufferevent_trigger(c->ubev, EV_READ, BEV_TRIG_DEFER_CALLBACKS);
 	/* Bytes the client sent early (after its request) are tunnel payload. */
 	if (conn_state_guarded(c->state) || c->fe == FE_HTTP_FORWARD) {
 		if (evbuffer_get_length(bufferevent_get_input(c->cbev)) == 0)

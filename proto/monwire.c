@@ -17,7 +17,7 @@
 
 enum mw_tag {
 	MT_ID = 1, MT_PRINCIPAL, MT_POLICY, MT_FRONTEND, MT_HOST, MT_RAW, MT_PORT, MT_ADDR,
-	MT_SNI, MT_REASON, MT_CLOSE, MT_UP, MT_DOWN, MT_DURATION, MT_COUNT, MT_MAX
+	MT_SNI, MT_REASON, MT_CLOSE, MT_UP, MT_DOWN, MT_DURATION, MT_COUNT, MT_VIA, MT_MAX
 };
 
 #define EV_O (1u << RECEIPT_OPEN)
@@ -44,6 +44,7 @@ static const struct {
 	[MT_DOWN] = { EV_C, 0, 8, 8 },
 	[MT_DURATION] = { EV_C | EV_D, 0, 8, 8 },
 	[MT_COUNT] = { EV_D, 0, 4, 4 },
+	[MT_VIA] = { EV_O | EV_C | EV_D, 0, 1, MW_WORD_MAX },
 };
 
 static const char *const mw_frontends[] = {
@@ -53,6 +54,7 @@ static const char *const mw_closes[] = {
 	"client-eof", "upstream-eof", "client-reset", "upstream-reset", "idle-timeout",
 	"quota-bytes", "shutdown", "error", "daemon-restart",
 };
+static const char *const mw_vias[] = { "parent" };
 
 /* --- writing ---------------------------------------------------------------------- */
 
@@ -127,6 +129,7 @@ mw_batch_add(struct mw_writer *w, const struct receipt *r)
 		bad |= mw_put(w, &at, MT_PORT, b, 2);
 	}
 	bad |= mw_put_str(w, &at, MT_ADDR, r->addr, &n);
+	bad |= mw_put_str(w, &at, MT_VIA, r->via, &n);
 	bad |= mw_put_str(w, &at, MT_SNI, r->sni, &n);
 	b[0] = (uint8_t)r->reason;
 	n++;
@@ -285,6 +288,7 @@ mw_member(struct mw_record *out, unsigned tag, const uint8_t *v, size_t n, const
 	case MT_ADDR: dst = out->addr; cap = sizeof(out->addr); break;
 	case MT_SNI: dst = out->sni; cap = sizeof(out->sni); break;
 	case MT_CLOSE: dst = out->close; cap = sizeof(out->close); break;
+	case MT_VIA: dst = out->via; cap = sizeof(out->via); break;
 	default: break;
 	}
 	if (dst != NULL) {
@@ -354,6 +358,12 @@ mw_member(struct mw_record *out, unsigned tag, const uint8_t *v, size_t n, const
 	case MT_CLOSE:
 		if (!mw_word_in(dst, mw_closes, sizeof(mw_closes) / sizeof(mw_closes[0]))) {
 			*why = "unknown close cause";
+			return -1;
+		}
+		break;
+	case MT_VIA:
+		if (!mw_word_in(dst, mw_vias, sizeof(mw_vias) / sizeof(mw_vias[0]))) {
+			*why = "unknown via";
 			return -1;
 		}
 		break;
@@ -483,6 +493,7 @@ mw_record_receipt(const struct mw_record *rec, struct receipt *r)
 	r->raw_len = rec->raw_len;
 	r->port = rec->port;
 	r->addr = rec->addr[0] ? rec->addr : NULL;
+	r->via = rec->via[0] ? rec->via : NULL;
 	r->sni = rec->sni[0] ? rec->sni : NULL;
 	r->reason = rec->reason;
 	r->close = rec->close[0] ? rec->close : NULL;

@@ -64,7 +64,8 @@ enum mw_op {
 /* MW_OPEN kinds: what the monitor opens for an engine that may not open files itself. */
 enum mw_open_kind {
 	MW_OPEN_CONF = 1,    /* egressd.conf, the path egressd was started with */
-	MW_OPEN_CONF_FILE,   /* a file the configuration names (policies, hosts, pubkeys) */
+	MW_OPEN_CONF_FILE,   /* a file the configuration names (policies, hosts, pubkeys,
+	                        the parent-proxy auth file) */
 	MW_OPEN_POLICY_DIR,  /* policy-dir/NAME (a lease) */
 	MW_OPEN_PEER,        /* a policy named by a control client, opened with its rights:
 	                        the fd sent is the client's connection (SO_PEERCRED) */
@@ -115,6 +116,7 @@ struct mw_record {
 	size_t raw_len;
 	int port;                    /* -1: none */
 	char addr[EGRESS_ADDRSTRLEN];
+	char via[MW_WORD_MAX + 1];   /* "parent", or "" */
 	char sni[EGRESS_HOST_MAX + 1];
 	enum egress_reason reason;
 	char close[MW_WORD_MAX + 1];

@@ -149,6 +149,8 @@ rcpt_encode(struct rcpt_line *out, const struct receipt *r, uint64_t seq, const 
 		rcpt_printf(&e, ",\"port\":%d", r->port);
 	if (r->addr)
 		rcpt_str(&e, "addr", r->addr);
+	if (r->via)
+		rcpt_str(&e, "via", r->via);
 	if (r->sni)
 		rcpt_str(&e, "sni", r->sni);
 	if (r->event != RECEIPT_REPAIR && r->event != RECEIPT_CHECKPOINT)

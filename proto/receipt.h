@@ -40,6 +40,7 @@ struct receipt {
 	size_t raw_len;
 	int port;                    /* -1: none */
 	const char *addr;
+	const char *via;             /* "parent": the tunnel went through the parent proxy */
 	const char *sni;
 	enum egress_reason reason;
 	const char *close;           /* close cause */

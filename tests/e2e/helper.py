@@ -1005,7 +1005,7 @@ def cmd_chain(args):
     opens, closes = {}, {}
     torn = repairs = 0
     order = ["seq", "prev", "event", "id", "time", "principal", "policy", "frontend",
-             "host", "raw", "port", "addr", "sni", "reason", "close", "detail", "bytes_up",
+             "host", "raw", "port", "addr", "via", "sni", "reason", "close", "detail", "bytes_up",
              "bytes_down", "duration_ms", "count", "head", "sig", "mac"]
     for i, l in enumerate(lines):
         try:

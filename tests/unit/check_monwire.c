@@ -62,6 +62,7 @@ START_TEST(test_roundtrip)
 	in[2].count = 7;
 	in[2].addr = "2001:db8::1";
 	in[2].sni = NULL;
+	in[1].via = "parent";        /* a tunnel through a parent proxy */
 	mw_batch_begin(&w, buf, sizeof(buf));
 	for (size_t i = 0; i < NELEM(in); i++)
 		ck_assert_int_eq(mw_batch_add(&w, &in[i]), 0);
@@ -81,6 +82,10 @@ START_TEST(test_roundtrip)
 		ck_assert(r.bytes_up == in[i].bytes_up && r.bytes_down == in[i].bytes_down &&
 		    r.duration_ms == in[i].duration_ms);
 		ck_assert_str_eq(r.addr, in[i].addr);
+		if (in[i].via != NULL)
+			ck_assert_str_eq(r.via, in[i].via);
+		else
+			ck_assert_ptr_null(r.via);
 		if (in[i].id != NULL)
 			ck_assert_str_eq(r.id, in[i].id);
 		else
@@ -151,7 +156,7 @@ hand(uint8_t *buf, uint8_t ev, const struct member *m, size_t n, uint16_t count)
 }
 
 enum { T_ID = 1, T_PRINCIPAL, T_POLICY, T_FRONTEND, T_HOST, T_RAW, T_PORT, T_ADDR, T_SNI,
-	T_REASON, T_CLOSE, T_UP, T_DOWN, T_DURATION, T_COUNT };
+	T_REASON, T_CLOSE, T_UP, T_DOWN, T_DURATION, T_COUNT, T_VIA };
 
 static const uint8_t zero[1] = { 0 }, bad_reason[1] = { 200 }, port[2] = { 1, 187 };
 static const uint8_t one[4] = { 0, 0, 0, 1 }, big[8] = { 0x80, 0, 0, 0, 0, 0, 0, 0 };
@@ -192,6 +197,10 @@ static const struct refusal {
 	    5, "host or sni is not a canonical name" },
 	{ "addr not an address", RECEIPT_OPEN, { ID, PR, PO, RE, { T_ADDR, "1.2.3", 0, NULL } },
 	    5, "addr is not an address" },
+	{ "via not parent", RECEIPT_OPEN, { ID, PR, PO, RE, { T_VIA, "direct", 0, NULL } },
+	    5, "unknown via" },
+	{ "via empty", RECEIPT_OPEN, { ID, PR, PO, RE, { T_VIA, "", 0, NULL } },
+	    5, "member of a wrong length" },
 	{ "unknown reason", RECEIPT_DENY, { PR, PO, { T_REASON, NULL, 1, bad_reason } }, 3,
 	    "unknown reason" },
 	{ "daemon cause unknown", RECEIPT_CLOSE, { ID, PR, PO, RE, { T_CLOSE, "gone", 0, NULL } },

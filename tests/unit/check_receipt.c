@@ -305,6 +305,37 @@ START_TEST(test_scan_reads_the_encoder)
 }
 END_TEST
 
+/* via sits right after addr (docs/receipts.md's order), and is left out without a parent. */
+START_TEST(test_via_order)
+{
+	struct rcpt_line l;
+	struct receipt r;
+
+	memset(&r, 0, sizeof(r));
+	r.event = RECEIPT_OPEN;
+	r.id = "c-01";
+	r.principal = "ci";
+	r.host = "api.github.com";
+	r.port = 443;
+	r.addr = "140.82.112.4";
+	r.via = "parent";
+	r.sni = "api.github.com";
+	r.bytes_up = r.bytes_down = r.duration_ms = -1;
+	ck_assert_int_eq(rcpt_encode(&l, &r, 1, RCPT_PREV_ZERO, "2026-12-01T10:00:00.000Z", NULL),
+	    0);
+	ck_assert_ptr_nonnull(strstr(l.s, ",\"port\":443,\"addr\":\"140.82.112.4\","
+	    "\"via\":\"parent\",\"sni\":\"api.github.com\",\"reason\":\"allowed\""));
+	r.addr = NULL;              /* resolve parent: via without addr */
+	ck_assert_int_eq(rcpt_encode(&l, &r, 1, RCPT_PREV_ZERO, "2026-12-01T10:00:00.000Z", NULL),
+	    0);
+	ck_assert_ptr_nonnull(strstr(l.s, ",\"port\":443,\"via\":\"parent\",\"sni\":"));
+	r.via = NULL;
+	ck_assert_int_eq(rcpt_encode(&l, &r, 1, RCPT_PREV_ZERO, "2026-12-01T10:00:00.000Z", NULL),
+	    0);
+	ck_assert_ptr_null(strstr(l.s, "via"));
+}
+END_TEST
+
 START_TEST(test_sig_format_parse)
 {
 	uint8_t raw[EGRESS_ED25519_SIGLEN], back[EGRESS_ED25519_SIGLEN];
@@ -473,6 +504,9 @@ main(void)
 	tc = tcase_create("encoding");
 	tcase_add_test(tc, test_sig_format_parse);
 	tcase_add_test(tc, test_needle);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("via");
+	tcase_add_test(tc, test_via_order);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("tamper");
 	tcase_add_unchecked_fixture(tc, keys_setup, keys_teardown);
