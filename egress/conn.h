@@ -227,7 +227,6 @@ struct conn_guard {
 	int hrr;                     /* -1 unknown, 0 no, 1 the server asked for a retry */
 	uint8_t server[EGRESS_TLS_SERVER_HEAD];
 	size_t nserver;
-	uint8_t scratch[EGRESS_TLS_SCRATCH];
 };
 
 extern struct conn *conn_guard_pending;  /* held client bytes to judge after a server read */
