@@ -153,8 +153,12 @@ conn_http(struct conn *c, struct evbuffer *in)
 	 * The parse resumes where the last read stopped: a head that arrives a byte at a time
 	 * costs linear work. Its state lives until the head is complete or refused.
 	 */
-	if (c->http == NULL)
-		c->http = xcalloc(1, sizeof(*c->http));
+	if (c->http == NULL) {
+		/* The parser clears the request itself on its first call (3.5 KiB): only the
+		 * resumable state starts zeroed here. */
+		c->http = xmalloc(sizeof(*c->http));
+		memset(&c->http->head, 0, sizeof(c->http->head));
+	}
 	req = &c->http->req;
 	memset(&err, 0, sizeof(err));
 	st = http_head_parse(&c->http->head, data, want, req, &err);
