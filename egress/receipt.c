@@ -112,13 +112,18 @@ receipt_file_seq(void)
 static void
 receipt_now(char out[32])
 {
+	/* The seconds' text is made once a second (as the log's, common/log.c). */
+	static char stamp[24];
+	static time_t stamp_sec = -1;
 	struct timespec ts;
 	struct tm tm;
-	char stamp[24];
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+	if (ts.tv_sec != stamp_sec) {
+		gmtime_r(&ts.tv_sec, &tm);
+		strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+		stamp_sec = ts.tv_sec;
+	}
 	snprintf(out, 32, "%.20s.%03dZ", stamp, (int)(ts.tv_nsec / 1000000) % 1000);
 }
 
