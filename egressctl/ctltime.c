@@ -7,7 +7,6 @@
  */
 #include "config.h"
 
-#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +16,9 @@
 #include "egressctl.h"
 
 #define CTL_TIME_FRAC_MAX 9           /* fraction digits read; the first 3 are kept */
+#define CTL_TIME_SPAN_MAX (100LL * 366 * 86400) /* a relative time: at most 100 years back */
 #define CTL_TIME_FRAC_MAX 9           /* fraction digits read; the first 3 are kept */
+#define CTL_TIME_SPAN_MAX (100LL * 366 * 86400) /* a relative time: at most 100 years back */
 
 /* Exactly n ASCII digits at p (no sign, no space: sscanf's %d takes both). */
 static bool
@@ -57,23 +58,32 @@ ctl_parse_time(const char *arg, char out[32])
 	struct tm tm;
 	time_t t;
 	int y, mo, d, h = 0, mi = 0, sec = 0, ms = 0, off = 0;
-	char *end;
 
 	if (arg[0] == '-') {
-		long long v;
+		long long v = 0;
+		const char *q = arg + 1;
 
-		errno = 0;
-		v = strtoll(arg + 1, &end, 10);
-		if (errno != 0 || end == arg + 1 || v < 0 || v > 100LL * 366 * 86400 ||
-		    end[0] == '\0' || end[1] != '\0')
+		/*
+		 * Digits only (strtoll also took "+5d" and " 5d"), and the bound on the span
+		 * in seconds, after its unit: -3000000000d was under a bound on N and then
+		 * some 8 million years, a year the form cannot hold.
+		 */
+		for (; *q >= '0' && *q <= '9'; q++) {
+			v = v * 10 + (*q - '0');
+			if (v > CTL_TIME_SPAN_MAX)
+				return -1;
+		}
+		if (q == arg + 1 || q[0] == '\0' || q[1] != '\0')
 			return -1;
-		switch (*end) {
+		switch (*q) {
 		case 's': break;
 		case 'm': v *= 60; break;
 		case 'h': v *= 3600; break;
 		case 'd': v *= 86400; break;
 		default: return -1;
 		}
+		if (v > CTL_TIME_SPAN_MAX)
+			return -1;
 		t = time(NULL) - (time_t)v;
 		if (gmtime_r(&t, &tm) == NULL)
 			return -1;

@@ -94,7 +94,7 @@ wait_until() {
 }
 nfds() { local n=0 p; for p in "$@"; do n=$((n + $(ls /proc/"$p"/fd 2>/dev/null | wc -l))); done; echo $n; }
 rss_kb() { local n=0 p; for p in "$@"; do n=$((n + $(awk '/^VmRSS/ { print $2 }' /proc/"$p"/status 2>/dev/null || echo 0))); done; echo $n; }
-cpu_ticks() { awk '{ print $14 + $15 }' /proc/"$1"/stat 2>/dev/null || echo 0; }
+cpu_ticks() { local n=0 p; for p in "$@"; do n=$((n + $(awk '{ print $14 + $15 }' /proc/"$p"/stat 2>/dev/null || echo 0))); done; echo $n; }
 HZ=$(getconf CLK_TCK)
 
 # --- the upstream, egressd, its principal -----------------------------------------------
@@ -254,17 +254,17 @@ scenario_crash() {
 
 # --- descriptor exhaustion --------------------------------------------------------------
 
-# flood_cpu NAME PID FLOOD-ARGS...: the flood (its connects, then 5 s held); CPU of PID
-# from before its first connect to after its last close (% of one core).
+# flood_cpu NAME "PID..." FLOOD-ARGS...: the flood (its connects, then 5 s held); CPU of
+# the PIDs from before its first connect to after its last close (% of one core).
 flood_cpu() {
 	local name=$1 pid=$2 c0 c1 t0 t1 out
 
 	shift 2
-	c0=$(cpu_ticks "$pid"); t0=$(date +%s.%N)
+	c0=$(cpu_ticks $pid); t0=$(date +%s.%N)
 	$LOAD flood "$@" --hold 5 >"$T/flood.out" 2>"$T/flood.err" &
 	local fl=$!
 	wait "$fl"
-	c1=$(cpu_ticks "$pid"); t1=$(date +%s.%N)
+	c1=$(cpu_ticks $pid); t1=$(date +%s.%N)
 	cat "$T/flood.out"
 	figure "${name}_flood_cpu_pct" "$(awk -v a="$c0" -v b="$c1" -v s="$t0" -v e="$t1" -v hz="$HZ" \
 	    'BEGIN { printf "%.1f", 100 * (b - a) / hz / (e - s) }')"
@@ -278,7 +278,7 @@ scenario_fds() {
 	egressd_conf "$T/fds"
 	egressd_up "$lim"
 	figure egressd_nofile "$lim"
-	flood_cpu egressd "$ENG" --sock "$SOCK" --target "$TARGET" -n "$STRESS_FD_FLOOD"
+	flood_cpu egressd "$MON $ENG" --sock "$SOCK" --target "$TARGET" -n "$STRESS_FD_FLOOD"
 	kill -0 "$MON" 2>/dev/null && kill -0 "$ENG" 2>/dev/null && r=1 || r=0
 	bar egressd_alive "$r" eq 1
 	bar egressd_flood_cpu_pct "${FIG[egressd_flood_cpu_pct]}" le 25

@@ -56,20 +56,22 @@ async def read_head(reader, deadline):
 
 
 async def tunnel_open(sock, target, timeout):
-    """Opens a CONNECT tunnel: (reader, writer, seconds to the 200)."""
+    """Opens a CONNECT tunnel: (reader, writer, seconds to the 200, the upstream's bytes
+    that came with the head: an upstream that speaks first may be that quick)."""
     t0 = time.monotonic()
     deadline = t0 + timeout
     reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(sock),
                                             timeout)
     writer.write(connect_head(target))
     rest = await read_head(reader, deadline)
-    if rest:
-        raise ConnectionError("bytes after the head")
-    return reader, writer, time.monotonic() - t0
+    return reader, writer, time.monotonic() - t0, rest
 
 
 async def one_setup(sock, target, timeout):
-    reader, writer, dt = await tunnel_open(sock, target, timeout)
+    reader, writer, dt, rest = await tunnel_open(sock, target, timeout)
+    if rest:
+        writer.close()
+        raise ConnectionError("bytes after the head")
     try:
         writer.write(b"e")
         got = await asyncio.wait_for(reader.readexactly(1), timeout)
@@ -427,8 +429,8 @@ async def run_case(a, name, up, cl):
         ctl["client_read_half"] = asyncio.Event()
         ctl["up_done"] = asyncio.Event()
         try:
-            reader, writer, _ = await tunnel_open(a.sock, "127.0.0.1:%d" % port, 10)
-            totals["client_read"] += await cl(reader, writer, ctl)
+            reader, writer, _, rest = await tunnel_open(a.sock, "127.0.0.1:%d" % port, 10)
+            totals["client_read"] += len(rest) + await cl(reader, writer, ctl)
             await asyncio.wait_for(ctl["up_done"].wait(), 40)
             totals["done"] += 1
         except (ConnectionError, OSError, asyncio.TimeoutError, TimeoutError) as e:

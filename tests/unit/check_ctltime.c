@@ -57,7 +57,18 @@ static const struct ctltime_case year_range[] = {
 	{ "9999-12-31T23:59:59.999-00:01", NULL },
 };
 
+/* Found by fuzz_ctltime: strtoll took a sign, and the bound was on N before its unit. */
+static const struct ctltime_case relative_strict[] = {
+	{ "-+5d", NULL },
+	{ "- 5d", NULL },
+	{ "-1434567892d", NULL },
+	{ "-36601d", NULL },
+	{ "-3162240001s", NULL },
+	{ "-99999999999999999999s", NULL },
+};
+
 static const struct ctltime_group groups[] = {
+	{ "relative_strict", relative_strict, NELEM(relative_strict) },
 	{ "dates", dates, NELEM(dates) },
 	{ "times", times, NELEM(times) },
 	{ "offsets", offsets, NELEM(offsets) },
@@ -88,6 +99,8 @@ START_TEST(test_relative)
 	ck_assert_int_eq(ctl_parse_time("-90s", out), 0);
 	ck_assert_uint_eq(strlen(out), 24);
 	ck_assert_int_eq(ctl_parse_time("-2d", out), 0);
+	ck_assert_int_eq(ctl_parse_time("-36600d", out), 0);
+	ck_assert_uint_eq(strlen(out), 24);
 	ck_assert_int_eq(ctl_parse_time("-2w", out), -1);
 	ck_assert_int_eq(ctl_parse_time("-", out), -1);
 	ck_assert_int_eq(ctl_parse_time("--1s", out), -1);
