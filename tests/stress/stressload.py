@@ -479,6 +479,7 @@ async def cmd_flood(a):
     """n tunnels asked for at once (CONNECT), held, then closed: under a descriptor limit
     some are never accepted or are refused; what counts is what the daemon does."""
     st = dict(ok=0, refused=0, pending=0, connect_fail=0)
+    why = {}
     conns = []
 
     async def one():
@@ -498,11 +499,15 @@ async def cmd_flood(a):
             st["ok"] += 1
         except (TimeoutError, asyncio.TimeoutError):
             st["pending"] += 1
-        except (ConnectionError, OSError):
+        except (ConnectionError, OSError) as e:
             st["refused"] += 1
+            k = ("%s" % e)[:24] if isinstance(e, ConnectionError) and not e.errno else \
+                os.strerror(e.errno or 0)
+            why[k] = why.get(k, 0) + 1
     await asyncio.gather(*(one() for _ in range(a.n)))
-    print("holding n=%d ok=%d refused=%d pending=%d connect_fail=%d" % (
-        a.n, st["ok"], st["refused"], st["pending"], st["connect_fail"]), flush=True)
+    print("holding n=%d ok=%d refused=%d pending=%d connect_fail=%d why=%s" % (
+        a.n, st["ok"], st["refused"], st["pending"], st["connect_fail"],
+        json.dumps(why, separators=(",", ":")).replace(" ", "_")), flush=True)
     await asyncio.sleep(a.hold)
     for w in conns:
         w.close()
