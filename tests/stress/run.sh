@@ -175,7 +175,7 @@ scenario_slow() {
 	figure fds_baseline "$base"
 	out=$($LOAD slow --sock "$SOCK" --target "$TARGET" --slowloris "$STRESS_SLOWLORIS" \
 	    --idle "$STRESS_SLOW_IDLE" --interval 3 --tunnels "$STRESS_SLOW_LEGIT" -c 16 \
-	    2>"$T/slow.err")
+	    --min-run 15 2>"$T/slow.err")
 	echo "$out"
 	ok=$(kv ok <<<"$out"); fail=$(kv fail <<<"$out")
 	figure legit_tunnels "$STRESS_SLOW_LEGIT"
@@ -185,11 +185,16 @@ scenario_slow() {
 	figure setup_max_ms "$(kv max_ms <<<"$out")"
 	figure slowloris_closed_by_egressd "$(kv slow_closed_by_egressd <<<"$out")"
 	figure idle_closed_by_egressd "$(kv idle_closed_by_egressd <<<"$out")"
+	figure slowloris_slots_closed "$(kv slow_slots_closed <<<"$out")"
+	figure idle_slots_closed "$(kv idle_slots_closed <<<"$out")"
 	wait_until 30 fds_le "$base"
 	end=$(nfds "$MON" "$ENG")
 	figure fds_after "$end"
 	bar legit_ok_pct "$(awk -v o="$ok" -v n="$STRESS_SLOW_LEGIT" 'BEGIN { printf "%.2f", 100 * o / n }')" ge 99.9
 	bar fds_after "$end" le "$base"
+	# 15 s is past the handshake timeout (10 s): egressd has closed every slot once.
+	bar slowloris_slots_closed "${FIG[slowloris_slots_closed]}" eq "$STRESS_SLOWLORIS"
+	bar idle_slots_closed "${FIG[idle_slots_closed]}" eq "$STRESS_SLOW_IDLE"
 	egressd_down
 	rcpt_check "$D/receipts.jsonl" "$D/receipt.key" >"$T/slow.rcpt"
 	bar receipts_verify "$(kv verify_rc <"$T/slow.rcpt")" eq 0

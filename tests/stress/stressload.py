@@ -4,6 +4,7 @@ tcpbench does not have: slow clients beside legitimate tunnels, fault upstreams 
 clients, and lease cycles. asyncio, standard library only; every wait has a deadline.
 
   slow    --sock S --target T --slowloris N --idle M --interval SEC --tunnels K -c C
+          [--min-run SEC]   (the slow ones go on at least SEC from the first tunnel)
           N connections that send a CONNECT head a byte every SEC seconds, M that connect
           and never send; once all are connected, K legitimate tunnels (CONNECT, one byte
           echoed, close) C at a time. Prints ok, fail, p50/p99/max setup latency (ms), how
@@ -96,6 +97,7 @@ async def slowloris(sock, target, interval, state, stop):
     closes it (its handshake timeout), another takes its place until stop."""
     head = connect_head(target)
     first = True
+    closed_once = False
     while not stop.is_set():
         try:
             reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(sock), 10)
@@ -123,11 +125,15 @@ async def slowloris(sock, target, interval, state, stop):
             state["slow_closed"] += 1
         finally:
             writer.close()
+        if not closed_once and not stop.is_set():
+            closed_once = True
+            state["slow_slots_closed"] += 1
 
 
 async def idler(sock, state, stop):
     """One slot: a connection that never sends; replaced when egressd closes it."""
     first = True
+    closed_once = False
     while not stop.is_set():
         try:
             reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(sock), 10)
@@ -150,11 +156,14 @@ async def idler(sock, state, stop):
             state["idle_closed"] += 1
         finally:
             writer.close()
+        if not closed_once and not stop.is_set():
+            closed_once = True
+            state["idle_slots_closed"] += 1
 
 
 async def cmd_slow(a):
     state = dict(slow_open=0, slow_closed=0, slow_connect_fail=0, idle_open=0,
-                 idle_closed=0, idle_connect_fail=0)
+                 idle_closed=0, idle_connect_fail=0, slow_slots_closed=0, idle_slots_closed=0)
     stop = asyncio.Event()
     bg = []
     for i in range(a.slowloris):
@@ -183,16 +192,21 @@ async def cmd_slow(a):
     t0 = time.monotonic()
     await asyncio.gather(*(legit() for _ in range(a.tunnels)))
     wall = time.monotonic() - t0
+    # The slow ones go on until min_run since they connected: past egressd's handshake
+    # timeout, so that each slot has been closed by egressd at least once.
+    await asyncio.sleep(max(0.0, a.min_run - (time.monotonic() - t0)))
     stop.set()
     await asyncio.wait_for(asyncio.gather(*bg, return_exceptions=True), 30)
     lat.sort()
     print("slow tunnels=%d ok=%d fail=%d wall_s=%.1f per_s=%.0f p50_ms=%.1f p99_ms=%.1f "
           "max_ms=%.1f slow_open=%d slow_closed_by_egressd=%d idle_open=%d "
-          "idle_closed_by_egressd=%d connect_fail=%d errors=%s" % (
+          "idle_closed_by_egressd=%d slow_slots_closed=%d idle_slots_closed=%d "
+          "connect_fail=%d errors=%s" % (
               a.tunnels, len(lat), fails, wall, len(lat) / wall if wall else 0,
               pct(lat, 50) * 1e3, pct(lat, 99) * 1e3, (lat[-1] if lat else 0) * 1e3,
               state["slow_open"], state["slow_closed"], state["idle_open"],
-              state["idle_closed"], state["slow_connect_fail"] + state["idle_connect_fail"],
+              state["idle_closed"], state["slow_slots_closed"], state["idle_slots_closed"],
+              state["slow_connect_fail"] + state["idle_connect_fail"],
               json.dumps(errs, separators=(",", ":"))))
 
 
@@ -593,6 +607,7 @@ def main():
     s.add_argument("--tunnels", type=int, default=10000)
     s.add_argument("-c", type=int, default=32)
     s.add_argument("--timeout", type=float, default=10.0)
+    s.add_argument("--min-run", type=float, default=0.0)
     f = sub.add_parser("faults")
     f.add_argument("--sock", required=True)
     f.add_argument("--count", type=int, default=20)
