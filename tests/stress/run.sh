@@ -205,6 +205,8 @@ scenario_slow() {
 
 # hold N: N live tunnels (tcpbench idle: each carried one echoed byte); sets HOLD.
 hold() {
+	rm -f "$T/hold.out"     # the last hold's "ready" must not pass for this one's
+	: >"$T/hold.out"
 	"$TB" idle -p "unix-http:$SOCK" -t "$TARGET" -n "$1" -c 16 -T 120 -H 600 \
 	    >"$T/hold.out" 2>"$T/hold.err" &
 	HOLD=$!
