@@ -813,13 +813,35 @@ conf_open(const char *file)
 struct conf *
 conf_load(const char *file)
 {
-	struct conf_parse cp;
-	struct conf *c = xcalloc(1, sizeof(*c));
 	char buf[CONF_MAX_BYTES + 1];
 	size_t len;
 	FILE *fp;
+
+	if ((fp = conf_open(file)) == NULL) {
+		log_startupx_at(file, 0, 0, "%s", strerror(errno));
+		return NULL;
+	}
+	len = fread(buf, 1, sizeof(buf), fp);
+	fclose(fp);
+	if (len > CONF_MAX_BYTES) {
+		log_startupx_at(file, 0, 0, "larger than %u bytes", CONF_MAX_BYTES);
+		return NULL;
+	}
+	return conf_parse_text(file, buf, len);
+}
+
+struct conf *
+conf_parse_text(const char *file, const char *buf, size_t len)
+{
+	struct conf_parse cp;
+	struct conf *c;
 	const char *s, *end;
 
+	if (len > CONF_MAX_BYTES) {
+		log_startupx_at(file, 0, 0, "larger than %u bytes", CONF_MAX_BYTES);
+		return NULL;
+	}
+	c = xcalloc(1, sizeof(*c));
 	memset(&cp, 0, sizeof(cp));
 	cp.file = file;
 	cp.c = c;
@@ -828,18 +850,6 @@ conf_load(const char *file)
 	(void)cidr_parse(SYNTH_RANGE_DEFAULT, strlen(SYNTH_RANGE_DEFAULT), &c->synth_range,
 	    &(const char *){ NULL });
 	c->synth_max = SYNTH_MAX_DEFAULT;
-	if ((fp = conf_open(file)) == NULL) {
-		log_startupx_at(file, 0, 0, "%s", strerror(errno));
-		conf_free(c);
-		return NULL;
-	}
-	len = fread(buf, 1, sizeof(buf), fp);
-	fclose(fp);
-	if (len > CONF_MAX_BYTES) {
-		log_startupx_at(file, 0, 0, "larger than %u bytes", CONF_MAX_BYTES);
-		conf_free(c);
-		return NULL;
-	}
 	/* The bytes as read: the monitor hands them to its engine (the file may be a FIFO). */
 	c->text = xmalloc(len + 1);
 	memcpy(c->text, buf, len);
@@ -871,6 +881,25 @@ conf_load(const char *file)
 			conf_error(&cp, 1, "socket %s of principal '%s' is not directly inside "
 			    "runtime-dir %s", pr->socket, pr->name, c->runtime_dir);
 		}
+		/* One path is one listener: a second bind would take the first one's place. */
+		cp.line = pr->line;
+		if (strcmp(pr->socket, c->control) == 0)
+			conf_error(&cp, 1, "socket %s of principal '%s' is the control socket",
+			    pr->socket, pr->name);
+		else if (c->lease != NULL && strcmp(pr->socket, c->lease) == 0)
+			conf_error(&cp, 1, "socket %s of principal '%s' is the lease socket",
+			    pr->socket, pr->name);
+		for (size_t k = 0; k < i; k++)
+			if (strcmp(pr->socket, c->principals[k].socket) == 0) {
+				conf_error(&cp, 1, "socket %s of principal '%s' is principal '%s''s "
+				    "(line %u)", pr->socket, pr->name, c->principals[k].name,
+				    c->principals[k].line);
+				break;
+			}
+	}
+	if (c->lease != NULL && strcmp(c->lease, c->control) == 0) {
+		cp.line = 0;
+		conf_error(&cp, 1, "the lease socket %s is the control socket", c->lease);
 	}
 	if (c->lease != NULL && c->policy_dir == NULL) {
 		cp.line = 0;

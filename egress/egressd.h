@@ -130,6 +130,8 @@ struct conf {
 
 /* Parses FILE; NULL with every error printed (file:line:column) to stderr. */
 struct conf *conf_load(const char *file);
+/* The bytes of a file named file (for messages), parsed as conf_load parses them: no I/O. */
+struct conf *conf_parse_text(const char *file, const char *buf, size_t len);
 /* When set, conf_load opens its file with this (returns an fd, or -1 with errno). */
 extern int (*conf_opener)(const char *path);
 /* ... and the files it names (policy-pubkey), when set (the confined engine). */

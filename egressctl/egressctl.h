@@ -14,4 +14,10 @@ void ctl_usage(const char *msg) __attribute__((noreturn));
 int ctl_receipts(int fd, int argc, char **argv);
 int ctl_receipts_verify(int fd, int argc, char **argv);
 
+/*
+ * ctltime.c: a --since/--until argument as "YYYY-MM-DDTHH:MM:SS.mmmZ" in out (the form
+ * egressd writes, so that records compare as strings); -1 when it is not one.
+ */
+int ctl_parse_time(const char *arg, char out[32]);
+
 #endif
