@@ -13,7 +13,6 @@
  */
 #include "config.h"
 
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -25,60 +24,11 @@
 #include "common.h"
 #include "draft.h"
 #include "policy.h"
+#include "policy-int.h"
 
 #define DRAFT_PORTS_PER_LINE 2000    /* bytes of ports on one allow line (lines <= 4096) */
 #define DRAFT_COLUMN 40              /* where a rule's comment starts, when it fits */
 #define DRAFT_SOURCE_MAX 1000        /* bytes of the source shown in the header */
-
-/* --- the public suffix list (as policy.c loads it for its check warning) ------------ */
-
-static const psl_ctx_t *draft_psl_ctx;
-static pthread_once_t draft_psl_once = PTHREAD_ONCE_INIT;
-
-static void
-draft_psl_init(void)
-{
-	draft_psl_ctx = psl_latest(NULL);
-	if (draft_psl_ctx == NULL)
-		draft_psl_ctx = psl_builtin();
-}
-
-static const psl_ctx_t *
-draft_psl(void)
-{
-	pthread_once(&draft_psl_once, draft_psl_init);
-	return draft_psl_ctx;
-}
-
-/* --- a growable string -------------------------------------------------------------- */
-
-struct dbuf {
-	char *s;
-	size_t len, cap;
-};
-
-static void __attribute__((format(printf, 2, 3)))
-dbuf_printf(struct dbuf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	for (;;) {
-		size_t room = b->cap - b->len;
-
-		va_start(ap, fmt);
-		n = vsnprintf(b->s + b->len, room, fmt, ap);
-		va_end(ap);
-		if (n < 0)
-			abort();
-		if ((size_t)n < room) {
-			b->len += (size_t)n;
-			return;
-		}
-		b->cap = b->cap * 2 + (size_t)n + 64;
-		b->s = xreallocarray(b->s, b->cap, 1);
-	}
-}
 
 /* --- hosts -------------------------------------------------------------------------- */
 
@@ -164,7 +114,7 @@ dsib_cmp(const void *x, const void *y)
 static const char *
 draft_parent(const char *name)
 {
-	const psl_ctx_t *psl = draft_psl();
+	const psl_ctx_t *psl = policy_psl();
 	const char *dot = strchr(name, '.'), *reg;
 
 	if (psl == NULL || dot == NULL)
@@ -179,7 +129,7 @@ draft_parent(const char *name)
 /* Ports as the canonical form writes them (runs merged: 80-81,443), from i on; returns
  * where it stopped (at most DRAFT_PORTS_PER_LINE bytes a line). */
 static size_t
-draft_ports(struct dbuf *b, const uint16_t *p, size_t n, size_t i)
+draft_ports(struct sbuf *b, const uint16_t *p, size_t n, size_t i)
 {
 	size_t start = b->len;
 
@@ -189,100 +139,100 @@ draft_ports(struct dbuf *b, const uint16_t *p, size_t n, size_t i)
 		while (j + 1 < n && p[j + 1] == p[j] + 1)
 			j++;
 		if (j == i)
-			dbuf_printf(b, "%s%u", b->len > start ? "," : "", p[i]);
+			sbuf_printf(b, "%s%u", b->len > start ? "," : "", p[i]);
 		else
-			dbuf_printf(b, "%s%u-%u", b->len > start ? "," : "", p[i], p[j]);
+			sbuf_printf(b, "%s%u-%u", b->len > start ? "," : "", p[i], p[j]);
 		i = j + 1;
 	}
 	return i;
 }
 
 static void
-draft_counts(struct dbuf *b, uint64_t opens, uint64_t denials, uint64_t lookups)
+draft_counts(struct sbuf *b, uint64_t opens, uint64_t denials, uint64_t lookups)
 {
 	const char *sep = "";
 
 	if (opens != 0) {
-		dbuf_printf(b, "%llu connection%s", (unsigned long long)opens,
+		sbuf_printf(b, "%llu connection%s", (unsigned long long)opens,
 		    opens == 1 ? "" : "s");
 		sep = ", ";
 	}
 	if (denials != 0) {
-		dbuf_printf(b, "%s%llu denied (not-allowlisted)", sep,
+		sbuf_printf(b, "%s%llu denied (not-allowlisted)", sep,
 		    (unsigned long long)denials);
 		sep = ", ";
 	}
 	if (lookups != 0)
-		dbuf_printf(b, "%s%llu name lookup%s refused, port not seen", sep,
+		sbuf_printf(b, "%s%llu name lookup%s refused, port not seen", sep,
 		    (unsigned long long)lookups, lookups == 1 ? "" : "s");
 	else if (opens == 0 && denials == 0)
-		dbuf_printf(b, "seen");
+		sbuf_printf(b, "seen");
 }
 
 /* Pads the line that starts at line_start to the comment column. */
 static void
-draft_pad(struct dbuf *b, size_t line_start)
+draft_pad(struct sbuf *b, size_t line_start)
 {
 	size_t w = b->len - line_start;
 
-	dbuf_printf(b, "%*s# ", w < DRAFT_COLUMN ? (int)(DRAFT_COLUMN - w) : 1, "");
+	sbuf_printf(b, "%*s# ", w < DRAFT_COLUMN ? (int)(DRAFT_COLUMN - w) : 1, "");
 }
 
 static void
-draft_entry(struct dbuf *b, const struct dentry *e, const struct dhost *hosts)
+draft_entry(struct sbuf *b, const struct dentry *e, const struct dhost *hosts)
 {
 	size_t line = b->len, i;
 
 	if (e->nports == 0) {
 		/* Only refused lookups: the port is the reviewer's to fill in. */
-		dbuf_printf(b, "# allow %s PORTS", e->host);
+		sbuf_printf(b, "# allow %s PORTS", e->host);
 		draft_pad(b, line);
 		draft_counts(b, e->opens, e->denials, e->lookups);
-		dbuf_printf(b, "\n");
+		sbuf_printf(b, "\n");
 		return;
 	}
-	dbuf_printf(b, "allow %s ", e->host);
+	sbuf_printf(b, "allow %s ", e->host);
 	i = draft_ports(b, e->ports, e->nports, 0);
 	draft_pad(b, line);
 	if (e->nmembers != 0)
-		dbuf_printf(b, "%zu names, ", e->nmembers);
+		sbuf_printf(b, "%zu names, ", e->nmembers);
 	draft_counts(b, e->opens, e->denials, e->lookups);
-	dbuf_printf(b, "\n");
+	sbuf_printf(b, "\n");
 	while (i < e->nports) {      /* more ports than one line holds: rules add up */
-		dbuf_printf(b, "allow %s ", e->host);
+		sbuf_printf(b, "allow %s ", e->host);
 		i = draft_ports(b, e->ports, e->nports, i);
-		dbuf_printf(b, "\n");
+		sbuf_printf(b, "\n");
 	}
 	for (size_t m = 0; m < e->nmembers; m++) {
 		const struct dhost *h = &hosts[e->members[m]];
 		size_t j;
 
 		line = b->len;
-		dbuf_printf(b, "#   %s ", h->name);
+		sbuf_printf(b, "#   %s ", h->name);
 		j = draft_ports(b, h->ports, h->nports, 0);
 		if (j < h->nports)
-			dbuf_printf(b, ",...");   /* all of them are on the wildcard's lines */
+			sbuf_printf(b, ",...");   /* all of them are on the wildcard's lines */
 		draft_pad(b, line);
 		draft_counts(b, h->opens, h->denials, h->lookups);
-		dbuf_printf(b, "\n");
+		sbuf_printf(b, "\n");
 	}
 }
 
 /* The header: where the draft came from and what to do with it. */
 static void
-draft_header(struct dbuf *b, const char *source)
+draft_header(struct sbuf *b, const char *source)
 {
 	size_t n = 0;
 
-	dbuf_printf(b, "# Draft policy written by ");
+	sbuf_printf(b, "# Draft policy written by ");
 	for (const unsigned char *p = (const unsigned char *)source; *p != '\0'; p++, n++) {
 		if (n == DRAFT_SOURCE_MAX) {
-			dbuf_printf(b, "...");
+			sbuf_printf(b, "...");
 			break;
 		}
-		dbuf_printf(b, "%c", *p >= 0x20 && *p < 0x7f ? *p : '?');
+		sbuf_printf(b, "%c", *p >= 0x20 && *p < 0x7f ? *p : '?');
 	}
-	dbuf_printf(b, ".\n"
+	sbuf_printf(b, ".\n"
 	    "# It allows what the workload reached, not what it should reach. Review every\n"
 	    "# line (remove what it must not reach, narrow the wildcards, fill in the ports\n"
 	    "# of commented-out lines), then seal it and run with the sealed file:\n"
@@ -301,7 +251,9 @@ draft_write(const struct draft_obs *obs, size_t n, const char *source, size_t *l
 	struct dentry *ents = n ? xcalloc(n, sizeof(*ents)) : NULL;
 	size_t no = 0, nh = 0, ne = 0, bad = 0, nsib, i, j;
 	struct dsib *sib;
-	struct dbuf b = { xmalloc(1024), 0, 1024 };
+	struct sbuf b;
+
+	sbuf_init(&b);
 
 	/* Canonical hosts, sorted, so that equal hosts and ports lie together. */
 	for (i = 0; i < n; i++) {
@@ -403,7 +355,7 @@ draft_write(const struct draft_obs *obs, size_t n, const char *source, size_t *l
 	b.s[0] = '\0';
 	draft_header(&b, source != NULL ? source : "(unknown)");
 	if (ne == 0)
-		dbuf_printf(&b, "# Nothing was reached: this policy allows nothing.\n");
+		sbuf_printf(&b, "# Nothing was reached: this policy allows nothing.\n");
 	for (i = 0; i < ne; i++)
 		draft_entry(&b, &ents[i], hosts);
 

@@ -1,8 +1,20 @@
-/* policy-int.h: what policy.c and seal.c share and nobody else uses. */
+/* policy-int.h: what policy.c, seal.c and draft.c share and nobody else uses. */
 #ifndef EGRESS_POLICY_INT_H
 #define EGRESS_POLICY_INT_H
 
+#include <libpsl.h>
+
 #include "policy.h"
+
+/* A growable string; it starts allocated, so b->s + b->len is never arithmetic on NULL. */
+struct sbuf {
+	char *s;
+	size_t len, cap;
+};
+void sbuf_init(struct sbuf *b);
+void sbuf_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The public suffix list: the newer of libpsl's built-in one and Debian's file. */
+const psl_ctx_t *policy_psl(void);
 
 struct policy *policy_parse_body(const char *file, const uint8_t *buf, size_t len,
     unsigned first_line, const struct policy_includer *inc, bool sealed,

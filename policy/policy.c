@@ -516,7 +516,7 @@ policy_psl_init(void)
 		policy_psl_ctx = psl_builtin();
 }
 
-static const psl_ctx_t *
+const psl_ctx_t *
 policy_psl(void)
 {
 	pthread_once(&policy_psl_once, policy_psl_init);
@@ -1003,15 +1003,9 @@ parse_line(struct parse *ps, const char *s, size_t len)
 
 /* --- canonical form ----------------------------------------------------------------- */
 
-/* A growable string; it starts allocated, so b->s + b->len is never arithmetic on NULL. */
-struct sbuf {
-	char *s;
-	size_t len, cap;
-};
-
 #define SBUF_INITIAL 1024
 
-static void
+void
 sbuf_init(struct sbuf *b)
 {
 	b->s = xmalloc(SBUF_INITIAL);
@@ -1020,7 +1014,7 @@ sbuf_init(struct sbuf *b)
 	b->cap = SBUF_INITIAL;
 }
 
-static void __attribute__((format(printf, 2, 3)))
+void
 sbuf_printf(struct sbuf *b, const char *fmt, ...)
 {
 	va_list ap;
