@@ -31,7 +31,9 @@ struct dns_query {
 	void *arg;                   /* NULL once cancelled */
 	struct event *timer;
 	bool done;
-	struct dns_answer *local;    /* an answer from the hosts file, delivered async */
+	struct dns_answer *local;    /* an answer from the hosts file, or one c-ares gave
+	                              * inside ares_getaddrinfo: delivered on the next turn */
+	bool resolving;              /* inside ares_getaddrinfo (dns_resolve) */
 	int64_t start_ms;
 	char name[EGRESS_HOST_MAX + 2];  /* absolute: the canonical name and a dot */
 	char qname[EGRESS_HOST_MAX + 1]; /* canonical, where every CNAME chain begins */
@@ -369,6 +371,16 @@ dns_ares_cb(void *arg, int status, int timeouts, struct ares_addrinfo *res)
 	}
 	if (res != NULL)
 		ares_freeaddrinfo(res);
+	if (q->resolving) {
+		/*
+		 * c-ares answered inside ares_getaddrinfo (a .onion name, no memory): the caller
+		 * of dns_resolve has not stored q yet, and its callback must not run before it
+		 * has. Delivered on the next loop turn, as a hosts-file answer (dns_resolve).
+		 */
+		q->local = xmalloc(sizeof(*q->local));
+		*q->local = ans;
+		return;
+	}
 	dns_finish(q, &ans);
 	dns_free(q);
 }
@@ -425,7 +437,15 @@ dns_resolve(const char *name, unsigned timeout_s, dns_cb cb, void *arg)
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_flags = ARES_AI_NOSORT;
+	q->resolving = true;
 	ares_getaddrinfo(dns_channel, q->name, NULL, &hints, dns_ares_cb, q);
+	q->resolving = false;
+	if (q->local != NULL) {
+		struct timeval now = { 0, 0 };
+
+		evtimer_add(q->timer, &now);    /* replaces the deadline: delivers q->local */
+		return q;
+	}
 	dns_rearm();
 	return q;
 }

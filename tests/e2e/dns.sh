@@ -79,6 +79,7 @@ EOF
 cat > open.policy <<EOF
 allow *.e2e.test 1024-65535
 allow intranet 1024-65535
+allow hidden.onion 1024-65535
 deny evil.e2e.test
 deny evilhop.e2e.test
 permit-range 127.0.0.0/8
@@ -146,6 +147,17 @@ expect_eq "a single-label name is asked as it is, no search list" "intranet A
 intranet AAAA" "$(grep intranet "$DNSLOG" | sort -u)"
 expect_eq "a single-label name without an answer is dns-failure" "deny dns-failure intranet" \
     "$(rcpt --where host=intranet --wait 10 --fields event,reason,host)"
+# c-ares answers a .onion name (RFC 7686: never resolved) inside ares_getaddrinfo, before
+# dns_resolve has returned the query to its connection: the answer must come on a later
+# turn (once, the query was freed in that answer and then cancelled again by the
+# connection's end: a use-after-free, which the ASan build reports).
+ENG0=$ENGINE_PID
+expect_eq "a .onion name: dns-failure" "502 dns-failure" "$(get "$OPEN" hidden.onion | head -n 1)"
+expect_eq "a .onion name: its receipt" "deny dns-failure hidden.onion" \
+    "$(rcpt --where host=hidden.onion --wait 10 --fields event,reason,host)"
+expect_eq "a .onion name is never asked of DNS" 0 "$(grep -c onion "$DNSLOG")"
+expect_eq "a .onion name: the same engine serves on" "200 $ENG0" \
+    "$(get "$OPEN" cok.e2e.test | head -n 1 | cut -d' ' -f1) $(engine_pid; echo "$ENGINE_PID")"
 
 # --- bad-host: never resolved ---------------------------------------------------------
 for h in 2130706433 0x7f.1 127.1 0177.0.0.1 0x7f000001 1.2.3; do
