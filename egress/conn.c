@@ -279,6 +279,16 @@ conn_deny_as(struct conn *c, enum egress_reason reason, const char *why, const u
 	uint8_t out[512];
 	size_t n = 0;
 
+	/*
+	 * Refused: nothing it waited for may come back to it. (A parent proxy's name still
+	 * being resolved when the connect deadline ran out answered into the drained
+	 * connection: a second denial, then an event the drain refuses, and abort.)
+	 */
+	if (c->dq != NULL) {
+		dns_cancel(c->dq);
+		c->dq = NULL;
+	}
+	conn_dial_free(c);
 	conn_deny_receipt(c, reason, why, raw, raw_len);
 
 	switch (c->fe) {

@@ -35,6 +35,7 @@ private.e2e.test  A  10.1.2.3
 denied.e2e.test   A  127.0.0.1
 parent.e2e.test   A  127.0.0.1
 wrong.e2e.test    A  127.0.0.1
+mute.e2e.test     SILENT
 EOF
 dns_start zone
 cat > parent.policy <<EOF
@@ -398,6 +399,24 @@ else
 fi
 expect_eq "a parent that never answers: receipt" "deny connect-timeout parent" \
     "$(rcpt --skip "$m" --where event=deny --wait 10 --fields event,reason,via)"
+# A parent by a name its DNS never answers, timeout dns as long as timeout connect: both
+# deadlines run out together. The connect deadline's denial cancels the lookup (once its
+# answer reached the drained connection: a second denial, then abort, the engine gone).
+{ cat parent.policy; echo "timeout dns 2s"; } > mute.policy
+egressd_stop
+conf_begin "parent-proxy http://mute.e2e.test:$SQ"
+principal p mute.policy
+egressd_start
+ENG0=$ENGINE_PID
+m=$(rcpt_mark)
+expect_eq "a parent whose name is never answered: connect-timeout (504)" \
+    "504 connect-timeout data" "$(tunnel connect "$S" up.e2e.test "$ECHO")"
+sleep 1
+expect_eq "a parent whose name is never answered: one denial, the same engine" \
+    "deny connect-timeout parent $ENG0" \
+    "$(rcpt --skip "$m" --where event=deny --wait 10 --fields event,reason,via) $(engine_pid; echo "$ENGINE_PID")"
+expect_eq "a parent whose name is never answered: no engine exit in the log" "" \
+    "$(grep -E 'event=engine-exit|abort' "$WORK/egressd.err")"
 egressd_stop
 check_receipts "parent down"
 
