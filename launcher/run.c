@@ -141,13 +141,19 @@ run_read_all(const char *path, size_t *len)
 	return buf;
 }
 
-/* A value as a message may show it: printable ASCII kept, any other byte as \xHH. */
+/*
+ * A value as a message may show it: printable ASCII kept, any other byte as \xHH. The
+ * result lives until RUN_SHOWN_MAX more calls: one message may show up to that many values
+ * (the order in which a compiler evaluates a call's arguments is not the order written;
+ * with two buffers a message showing three once named the third value twice under clang).
+ */
+#define RUN_SHOWN_MAX 4
 const char *
 run_shown(const char *v)
 {
-	static char buf[2][512];
-	static int which;
-	char *out = buf[which ^= 1];
+	static char buf[RUN_SHOWN_MAX][512];
+	static unsigned which;
+	char *out = buf[which++ % RUN_SHOWN_MAX];
 	size_t o = 0;
 
 	for (const unsigned char *p = (const unsigned char *)v; *p && o + 5 < sizeof(buf[0]);

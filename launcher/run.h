@@ -95,6 +95,7 @@ void run_need_program(const char *name, char *out, size_t len);
 bool run_find_in_path(const char *name, char *out, size_t len);
 void run_write_file(const char *path, const char *data, size_t len, mode_t mode);
 uint8_t *run_read_all(const char *path, size_t *len);
+/* At most 4 values shown in one message (run.c). */
 const char *run_shown(const char *v);
 int run_high_fd(int fd);
 
