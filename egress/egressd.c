@@ -136,10 +136,28 @@ egressd_synth_reload(const struct conf *nc)
 	conf_current->synth_max = nc->synth_max;
 }
 
+/* Two strings, either of them NULL, the same. */
+static bool
+egressd_same_str(const char *a, const char *b)
+{
+	return a == NULL ? b == NULL : b != NULL && strcmp(a, b) == 0;
+}
+
+/* The parent-proxy settings of a and b the same: the line, the credential, the CA bytes. */
+static bool
+egressd_same_parent(const struct conf_parent *a, const struct conf_parent *b)
+{
+	return egressd_same_str(a->url, b->url) && a->resolve_parent == b->resolve_parent &&
+	    egressd_same_str(a->auth_b64, b->auth_b64) &&
+	    egressd_same_str(a->ca_file, b->ca_file) && a->ca_pem_len == b->ca_pem_len &&
+	    (a->ca_pem_len == 0 || memcmp(a->ca_pem, b->ca_pem, a->ca_pem_len) == 0);
+}
+
 /*
  * SIGHUP: principals of the file appear and disappear; a live one keeps its policy; the
  * synthetic settings apply at once (egressd_synth_reload). The rest of the running
- * configuration stays as it started.
+ * configuration stays as it started; a changed parent-proxy (its line, the credential in
+ * its auth file, its ca file) is said in the log, since it applies only at the next start.
  */
 static void
 hup_cb(evutil_socket_t sig, short what, void *arg)
@@ -169,6 +187,9 @@ hup_cb(evutil_socket_t sig, short what, void *arg)
 			principal_remove(p, "reload");
 	}
 	egressd_synth_reload(nc);
+	if (!egressd_same_parent(&conf_current->parent, &nc->parent))
+		log_warnx("event=reload detail=\"parent-proxy changed (its line, its auth file's "
+		    "credential or its ca file): the running one stays until egressd restarts\"");
 	for (size_t i = 0; i < nc->nprincipals; i++) {
 		struct conf_principal *cp = &nc->principals[i];
 		struct principal_spec spec;

@@ -283,6 +283,20 @@ else
 fi
 expect_eq "auth: after SIGHUP the tunnel still passes" "200 echo-ok" \
     "$(tunnel connect "$S" up.e2e.test "$ECHO" --mode echo)"
+# A changed credential is not taken by SIGHUP (the parent settings stay as egressd
+# started): the log says so instead of result=ok alone, and the running one still passes.
+cp auth.good auth.keep
+cp auth.bad auth.good
+lm=$(log_mark)
+kill -HUP "$EGRESSD_PID"
+if wait_log 'event=reload detail="parent-proxy changed' "$lm"; then
+	ok "auth: SIGHUP with a changed credential says it applies at the next start"
+else
+	not_ok "auth: SIGHUP with a changed credential says so ($(tail -n 3 egressd.err))"
+fi
+expect_eq "auth: and the running credential still passes" "200 echo-ok" \
+    "$(tunnel connect "$S" up.e2e.test "$ECHO" --mode echo)"
+cp auth.keep auth.good
 restart "parent-proxy http://127.0.0.1:$TP auth $WORK/auth.bad"
 m=$(rcpt_mark)
 lm=$(log_mark)
