@@ -349,6 +349,17 @@ in_root sh -c 'cd /pkgtest && dpkg -i ./egress_*.deb' > "$WORK/reinstall.log" 2>
     { cat "$WORK/reinstall.log"; fail "dpkg -i over the installed package"; }
 check "reinstall: egressd.conf and the keys are untouched" \
     test "$(cd "$E" && sha256sum egressd.conf receipt.key receipt.ed25519)" = "$sums"
+# A checkpoint key deleted with its public half left: configure keeps that half aside and
+# makes a new pair (keygen never overwrites: configure failed on every run until then).
+pub=$(sha256sum < "$E/receipt.ed25519.pub")
+rm "$E/receipt.ed25519"
+in_root sh -c 'cd /pkgtest && dpkg -i ./egress_*.deb' > "$WORK/reinstall2.log" 2>&1 ||
+    { cat "$WORK/reinstall2.log"; fail "dpkg -i with only the public checkpoint key left"; }
+check "a lone public checkpoint key: a new key pair is made" \
+    sh -c "test -s '$E/receipt.ed25519' && grep -q 'BEGIN PUBLIC KEY' '$E/receipt.ed25519.pub'"
+check "a lone public checkpoint key: the old one is kept aside" \
+    sh -c "cat '$E'/receipt.ed25519.pub.orphaned-* | sha256sum | grep -q '${pub%% *}'"
+sums=$(cd "$E" && sha256sum egressd.conf receipt.key receipt.ed25519)
 rsum=$(sha256sum < "$R/var/lib/egress/receipts.jsonl")
 in_root apt-get remove -y -q egress > "$WORK/remove.log" 2>&1 ||
     { cat "$WORK/remove.log"; fail "apt-get remove egress"; }
@@ -360,7 +371,7 @@ check "remove: the receipts are kept" \
 in_root apt-get purge -y -q egress > "$WORK/purge.log" 2>&1 ||
     { cat "$WORK/purge.log"; fail "apt-get purge egress"; }
 check "purge: egressd.conf and the keys are removed" \
-    sh -c "! ls '$E'/egressd.conf '$E'/receipt.key '$E'/receipt.ed25519 '$E'/receipt.ed25519.pub 2>/dev/null"
+    sh -c "! ls '$E'/egressd.conf '$E'/receipt.key '$E'/receipt.ed25519 '$E'/receipt.ed25519.pub '$E'/receipt.ed25519.pub.orphaned-* 2>/dev/null"
 check "purge: the receipts are removed" test ! -e "$R/var/lib/egress"
 check "purge: the unit's enablement is gone" \
     test ! -L "$R/etc/systemd/system/multi-user.target.wants/egressd.service"
