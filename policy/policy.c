@@ -524,6 +524,30 @@ policy_psl(void)
 }
 
 /*
+ * A rule's ports (field 3, or every port when a deny has none) into *ports, and the rule
+ * counted against the bound. -1 (said, *ports freed) on a bad list or one rule too many.
+ */
+static int
+parse_rule_ports(struct parse *ps, const struct fields_field *f, size_t nf,
+    struct portset *ports)
+{
+	if (nf == 3) {
+		if (parse_ports(ps, &f[2], ports) == -1) {
+			portset_free(ports);
+			return -1;
+		}
+	} else
+		portset_add(ports, 1, 65535, ps->line, ps->src);
+	if (++ps->nrules > EGRESS_POLICY_MAX_RULES) {
+		parse_error(ps, f[0].col, "more than %d allow and deny rules",
+		    EGRESS_POLICY_MAX_RULES);
+		portset_free(ports);
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * "allow * PORTS" (and "deny * [PORTS]"): the rule of every host, names and IP literals
  * alike (egress-run --learn's policy). It only widens what the rules decide: the address
  * check (special-purpose ranges, permit-range), pinning and the SNI guard apply as to any
@@ -537,19 +561,8 @@ parse_rule_any(struct parse *ps, bool allow, const struct fields_field *f, size_
 	struct portset ports = { 0 };
 	struct rule *r;
 
-	if (nf == 3) {
-		if (parse_ports(ps, &f[2], &ports) == -1) {
-			portset_free(&ports);
-			return -1;
-		}
-	} else
-		portset_add(&ports, 1, 65535, ps->line, ps->src);
-	if (++ps->nrules > EGRESS_POLICY_MAX_RULES) {
-		parse_error(ps, f[0].col, "more than %d allow and deny rules",
-		    EGRESS_POLICY_MAX_RULES);
-		portset_free(&ports);
+	if (parse_rule_ports(ps, f, nf, &ports) == -1)
 		return -1;
-	}
 	if (allow) {
 		ps->nallow++;
 		parse_warning(ps, f[1].col, "'allow *' allows every host, name or address, on "
@@ -605,19 +618,8 @@ parse_rule(struct parse *ps, bool allow, const struct fields_field *f, size_t nf
 		parse_error(ps, f[1].col, "a wildcard needs a name after '*.', not an address");
 		return -1;
 	}
-	if (nf == 3) {
-		if (parse_ports(ps, &f[2], &ports) == -1) {
-			portset_free(&ports);
-			return -1;
-		}
-	} else
-		portset_add(&ports, 1, 65535, ps->line, ps->src);
-	if (++ps->nrules > EGRESS_POLICY_MAX_RULES) {
-		parse_error(ps, f[0].col, "more than %d allow and deny rules",
-		    EGRESS_POLICY_MAX_RULES);
-		portset_free(&ports);
+	if (parse_rule_ports(ps, f, nf, &ports) == -1)
 		return -1;
-	}
 	if (allow)
 		ps->nallow++;
 	if (wildcard && allow) {
