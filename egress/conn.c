@@ -251,6 +251,7 @@ conn_deny_receipt(struct conn *c, enum egress_reason reason, const char *why,
     const uint8_t *raw, size_t raw_len)
 {
 	struct receipt r;
+	int rc;
 
 	c->p->total_denied++;
 	c->p->denied[reason]++;
@@ -264,8 +265,10 @@ conn_deny_receipt(struct conn *c, enum egress_reason reason, const char *why,
 	r.raw = raw;
 	r.raw_len = raw_len;
 	r.duration_ms = conn_elapsed_ms(c);
-	receipt_write(&r);
+	rc = receipt_write(&r);
 	conn_log(c, "deny", reason, why);
+	if (rc == 0)
+		conn_hold(c);           /* the answer waits for the monitor */
 }
 
 /*
@@ -337,23 +340,168 @@ conn_deny(struct conn *c, enum egress_reason reason, const char *why, const uint
 }
 
 /*
+ * Connections holding for the monitor's acknowledgement of their open or denial
+ * (c->held CONN_HELD_WAIT, in the order of their records), and released ones that owe a
+ * half-close they skipped meanwhile (CONN_HELD_EOF). Why and how: conn_write_open.
+ */
+static TAILQ_HEAD(conn_heldq, conn) conn_held = TAILQ_HEAD_INITIALIZER(conn_held);
+static unsigned conn_nwait;             /* of them, CONN_HELD_WAIT */
+
+/* What conn_hold and conn_hold_suspend turned off (c->suspended). */
+#define CONN_SUSP_READ(i)  (0x01u << (i))       /* 0 cbev, 1 ubev */
+#define CONN_SUSP_WRITE(i) (0x04u << (i))
+#define CONN_SUSP_FAST(i)  (0x10u << (i))       /* c->fast[i] */
+
+static struct bufferevent *
+conn_bev(const struct conn *c, int i)
+{
+	return i == 0 ? c->cbev : c->ubev;
+}
+
+/* Write events with bytes to send, off: none may run before the acknowledgement. */
+static void
+conn_stop_writes(struct conn *c)
+{
+	for (int i = 0; i < 2; i++) {
+		struct bufferevent *b = conn_bev(c, i);
+
+		if (b != NULL && (bufferevent_get_enabled(b) & EV_WRITE) &&
+		    evbuffer_get_length(bufferevent_get_output(b)) > 0) {
+			bufferevent_disable(b, EV_WRITE);
+			c->suspended |= CONN_SUSP_WRITE(i);
+		}
+	}
+}
+
+void
+conn_hold(struct conn *c)
+{
+	uint64_t n;
+
+	/*
+	 * No other connection could move meanwhile (each other one is held already): the
+	 * engine has nothing to do but wait, so it waits here, and what follows in this
+	 * callback may go straight to the sockets; stopping and restarting this one's
+	 * events would only cost system calls (the sequential setups of bench/README.md).
+	 */
+	if (nconns <= conn_nwait + 1) {
+		engine_sync();
+		return;
+	}
+	if ((n = engine_hold()) == 0)
+		return;                 /* no monitor: the record is in the file already */
+	if (c->held != CONN_HELD_NONE)
+		TAILQ_REMOVE(&conn_held, c, held_entry);
+	if (c->held != CONN_HELD_WAIT)
+		conn_nwait++;
+	TAILQ_INSERT_TAIL(&conn_held, c, held_entry);
+	c->held = CONN_HELD_WAIT;
+	c->hold = n;
+	conn_stop_writes(c);
+}
+
+void
+conn_hold_suspend(void)
+{
+	struct conn *c;
+
+	TAILQ_FOREACH(c, &conn_held, held_entry) {
+		if (c->held != CONN_HELD_WAIT)
+			continue;
+		conn_stop_writes(c);
+		for (int i = 0; i < 2; i++) {
+			struct bufferevent *b = conn_bev(c, i);
+
+			if (b != NULL && (bufferevent_get_enabled(b) & EV_READ)) {
+				bufferevent_disable(b, EV_READ);
+				c->suspended |= CONN_SUSP_READ(i);
+			}
+			if (c->fast[i] != NULL && event_pending(c->fast[i], EV_READ, NULL)) {
+				event_del(c->fast[i]);
+				c->suspended |= CONN_SUSP_FAST(i);
+			}
+		}
+	}
+}
+
+/* Turns back on what the hold turned off. */
+static void
+conn_resume(struct conn *c)
+{
+	unsigned s = c->suspended;
+
+	c->suspended = 0;
+	for (int i = 0; i < 2; i++) {
+		struct bufferevent *b = conn_bev(c, i);
+
+		if ((s & CONN_SUSP_READ(i)) && b != NULL)
+			bufferevent_enable(b, EV_READ);
+		if ((s & CONN_SUSP_WRITE(i)) && b != NULL)
+			bufferevent_enable(b, EV_WRITE);
+		if ((s & CONN_SUSP_FAST(i)) && c->fast[i] != NULL)
+			event_add(c->fast[i], NULL);
+	}
+}
+
+void
+conn_release(uint64_t acked)
+{
+	struct conn *c, *next;
+
+	for (c = TAILQ_FIRST(&conn_held); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, held_entry);
+		if (c->held != CONN_HELD_WAIT)
+			continue;
+		if (c->hold > acked)
+			break;          /* in the order of their records: the rest wait too */
+		c->hold = 0;
+		conn_nwait--;
+		conn_resume(c);
+		if (c->shut_skipped) {
+			c->held = CONN_HELD_EOF;
+		} else {
+			TAILQ_REMOVE(&conn_held, c, held_entry);
+			c->held = CONN_HELD_NONE;
+		}
+	}
+}
+
+void
+conn_release_finish(void)
+{
+	struct conn *c;
+
+	/* From the head each time: a close here may send a batch, and that release others. */
+	for (;;) {
+		TAILQ_FOREACH(c, &conn_held, held_entry)
+			if (c->held == CONN_HELD_EOF)
+				break;
+		if (c == NULL)
+			return;
+		TAILQ_REMOVE(&conn_held, c, held_entry);
+		c->held = CONN_HELD_NONE;
+		c->shut_skipped = false;
+		if (conn_state_tunnel(c->state))
+			conn_propagate_eof(c);
+	}
+}
+
+/*
  * The open receipt, written when bytes may start to flow: at once without the SNI guard
  * (CONNECT -open-> RELAY); with it, when the guard passes the client's first bytes or
  * before the first upstream byte reaches the client (server-first protocols), whichever
  * comes first (GUARD -open-> GUARD_OPEN). The state records it: there is no flag.
  *
  * No byte moves between client and upstream, and no side is shut, before the monitor has
- * acknowledged the open receipt. Without the guard nothing moves in the loop turn of the
- * open, whose receipts are acknowledged at the turn's end; with it, the open's callback
- * waits for the acknowledgement itself (below).
- * A peer's socket is written by its bufferevent's write event or by conn_fast_read, both
- * fd events, or shut by conn_propagate_eof; what the open's callback does, per caller:
+ * acknowledged the open receipt: the connection holds itself for it (conn_hold, below),
+ * and the loop serves other connections meanwhile.
+ * A peer's socket is written by its bufferevent's write event, straight from a callback
+ * (conn_write_now), or by conn_fast_read, or shut by conn_half_shut; what the open's
+ * callback does next, per caller:
  *   conn_start_relay (CONNECT -open-> RELAY, the connect's write event, no guard): the
- *     success answer and a forwarded head are bufferevent_write'n, early client bytes
- *     moved into the upstream's output; conn_fast_start moves what the bufferevents had
- *     read into the other side's output and only event_add's the fast reads. Nothing
- *     was read from the upstream yet and its bufferevent is new: its write event and the
- *     fast reads can fire only after the next poll (event_add never runs a callback).
+ *     success answer and a forwarded head are queued, early client bytes moved into the
+ *     upstream's output; conn_fast_start moves what the bufferevents had read into the
+ *     other side's output and event_add's the fast reads.
  *   GUARD -open-> GUARD_OPEN: conn_guard_read (a hello passed; the hello is moved into
  *     the upstream's output, a guard end goes on to conn_fast_start), conn_relay_move
  *     (the server's first bytes, moved into the client's output), conn_guard_stop (the
@@ -361,20 +509,22 @@ conn_deny(struct conn *c, enum egress_reason reason, const char *why, const uint
  *     Here the client's write event may already be active in this turn (its output held
  *     the success answer) and would carry the server's first bytes out in the open's
  *     turn, and the guard's end on the client's EOF would shut the upstream's write side
- *     in the open's own callback (both seen with strace). So a guarded open is not left
- *     to the end of the turn: engine_sync sends the turn's receipts and waits for their
- *     acknowledgement right here, before the callback goes on (one round trip to the
- *     monitor, which the end of this turn would have waited for anyway). An earlier way,
- *     holding both bufferevents' writes and every half-close until a 0-s timer after the
- *     next poll, cost 4 epoll_ctl and a poll per setup.
- * The fast relay's send() runs in conn_fast_read only, an fd event of CS_FAST, entered
- * from RELAY only, so after the open and never in its turn. After a deny receipt
- * (conn_deny_receipt) the answer is only queued (conn_answer_and_close: bufferevent_write,
- * flushed by the drain's write event; the guard's refusals answer nothing), except
- * conn_abort's `now` path, a best-effort send() when the loop is ending (egressd stopping,
- * the principal removed). That answer is egressd's own, no upstream byte; it may still
- * leave in the deny's turn when the client's write event was active already (a SOCKS5
- * method reply not yet flushed). tests/e2e/openturn.sh checks the opens with strace.
+ *     in the open's own callback (both seen with strace).
+ * So conn_hold, right after the receipt is queued: a write event with bytes to send is
+ * turned off at once (an event already active in this turn is taken off the active list
+ * by bufferevent_disable, so it does not run after this callback); while c->hold is set
+ * nothing is written straight (conn_write_now) and conn_half_shut shuts nothing (it notes
+ * that it skipped one); at the turn's end (conn_hold_suspend) every event of the
+ * connection that could run is turned off: reads, writes with bytes queued, the fast
+ * reads. event_add never runs a callback, so what the rest of the open's turn enables
+ * can fire only after the next poll, and the turn's end turns it off before that poll.
+ * The acknowledgement (conn_release) turns back on exactly what was turned off, and a
+ * skipped half-close runs then (conn_release_finish). A timer may still end a held
+ * connection (a deadline: its sockets close, its close receipt follows the open's).
+ * Earlier ways: waiting for the acknowledgement inside a guarded open's callback and at
+ * the end of every turn that held an open (the engine slept on the channel once per turn,
+ * 19 000 times in 30 000 8-way setups, bench/README.md); before that, holding both
+ * bufferevents' writes and every half-close until a 0-s timer after the next poll.
  */
 bool
 conn_write_open(struct conn *c)
@@ -391,8 +541,7 @@ conn_write_open(struct conn *c)
 		return false;
 	c->p->total_allowed++;
 	conn_log(c, "open", EGRESS_ALLOWED, NULL);
-	if (c->state == CS_GUARD)
-		engine_sync();          /* bytes may move in this turn: the receipt is in first */
+	conn_hold(c);
 	conn_transition(c, CE_OPEN);
 	return true;
 }
@@ -539,6 +688,10 @@ conn_free(struct conn *c)
 	if (c->dq != NULL)
 		dns_cancel(c->dq);
 	conn_dial_free(c);
+	if (c->held == CONN_HELD_WAIT)
+		conn_nwait--;
+	if (c->held != CONN_HELD_NONE)
+		TAILQ_REMOVE(&conn_held, c, held_entry);
 	if (c->counted)
 		c->p->live--;
 	TAILQ_REMOVE(&c->p->conns, c, entry);

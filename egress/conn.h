@@ -205,7 +205,15 @@ struct conn {
 	/* SNI guard: allocated while it inspects (CS_GUARD, CS_GUARD_OPEN), freed when it ends. */
 	struct conn_guard *guard;
 	char *sni;                   /* the server_name of the first ClientHello */
+	/* Holding for the monitor's acknowledgement of its open or denial (conn_hold). */
+	TAILQ_ENTRY(conn) held_entry;
+	uint64_t hold;               /* the record's number in the engine's stream; 0: none */
+	uint8_t held;                /* enum conn_held */
+	uint8_t suspended;           /* what the hold turned off (CONN_SUSP_*, conn.c) */
+	bool shut_skipped;           /* conn_half_shut skipped a shutdown while held */
 };
+
+enum conn_held { CONN_HELD_NONE, CONN_HELD_WAIT, CONN_HELD_EOF };
 
 /* A request head being received: the parser's state and the request it fills. */
 struct conn_http {
@@ -233,6 +241,8 @@ extern struct conn *conn_guard_pending;  /* held client bytes to judge after a s
 
 /* conn.c */
 void conn_transition(struct conn *c, enum conn_event ev);
+/* Right after an open or a denial is queued: nothing of c moves until the monitor has it. */
+void conn_hold(struct conn *c);
 const struct policy_settings *conn_settings(const struct conn *c);
 void conn_log(const struct conn *c, const char *event, enum egress_reason reason,
     const char *why);
@@ -288,6 +298,8 @@ bool conn_write_now(const struct conn *c, const struct bufferevent *dst);
 void conn_relay_read(struct bufferevent *bev, void *arg);
 void conn_relay_write(struct bufferevent *bev, void *arg);
 void conn_relay_event(struct bufferevent *bev, short what, void *arg);
+/* A side that saw EOF and is delivered: shut the other way; both done: close. */
+void conn_propagate_eof(struct conn *c);
 void conn_fast_start(struct conn *c);
 void conn_fast_read(evutil_socket_t fd, short what, void *arg);
 void conn_idle_check(struct conn *c);

@@ -448,20 +448,29 @@ int engine_conf_first(const char *path);
 const char *engine_maccheck(int fd, const char *path, const char *digest, char *err,
     size_t errlen);
 /*
- * The receipts of this loop turn to the monitor; back when they are in the kernel if any
- * of them is an open or a denial (whose connections' next steps wait for that).
+ * The end of a loop turn: the turn's held connections stop (conn_hold_suspend) and its
+ * receipts go to the monitor. It returns at once when every open and denial among them
+ * has a connection holding for it; otherwise (a record no connection holds for) when
+ * the monitor has written them to the kernel.
  */
 void engine_flush(void);
 /*
- * True while the turn holds an open or a denial not yet acknowledged: no connection's
- * bytes may leave straight from a callback (they are queued and leave after the poll).
+ * True while the turn holds an open or a denial that no connection holds for: no
+ * connection's bytes may leave straight from a callback (they are queued).
  */
 bool engine_waiting(void);
 /*
- * The same, and every acknowledgement awaited: at the engine's end, and for an open whose
- * connection may move bytes before the turn ends (conn_write_open, a guarded tunnel).
+ * The caller's connection holds for the record just queued (an open or a denial): its
+ * number in the engine's stream, which conn_release(n) or a later number releases; 0
+ * when nothing needs holding (no monitor: the record is in the file already).
  */
+uint64_t engine_hold(void);
+/* Sends the turn's receipts and waits for every acknowledgement: at the engine's end. */
 void engine_sync(void);
+/* conn.c: connections holding for a record (conn_hold). */
+void conn_hold_suspend(void);
+void conn_release(uint64_t acked);
+void conn_release_finish(void);
 int engine_start(void);
 int engine_adopt_socket(uint32_t kind);
 void engine_adopt_principals(void);

@@ -6,11 +6,13 @@
  * rights it was started with and before any network byte, takes the listeners the
  * monitor keeps, then drops to its user (no capabilities, no_new_privs) and serves.
  *
- * It holds no key: receipts go to the monitor in batches, one per event-loop turn, and a
- * turn ends only when the monitor has acknowledged that its batch is in the kernel, so
- * no connection takes its next step (bytes move only in a later turn) before its record
- * is written. Files it needs once confined (a lease's policy, a principal added by the
- * control socket, the configuration on SIGHUP) are opened by the monitor, which decides
+ * It holds no key: receipts go to the monitor in batches, one per event-loop turn, and no
+ * connection takes its next step before the monitor has acknowledged that its open or
+ * denial is in the kernel: the connection holds itself (conn_hold, conn.c: none of its
+ * events runs, no byte of it leaves, no side is shut) and the loop serves the others
+ * meanwhile; the acknowledgement, read by the channel's event, releases it. Files it
+ * needs once confined (a lease's policy, a principal added by the control socket, the
+ * configuration on SIGHUP) are opened by the monitor, which decides
  * whether the engine may have them. Trusts the monitor; the monitor trusts it for
  * nothing it can check.
  */
@@ -45,6 +47,7 @@ static uint8_t eng_buf[MW_BATCH_MAX];
 static struct mw_writer eng_w;
 static uint64_t eng_first = 1;          /* the engine's number of the batch's first record */
 static uint64_t eng_file_seq;           /* the file's seq after the last acknowledged batch */
+static struct event *eng_ack_ev;        /* the channel readable: acknowledgements not waited for */
 
 static _Noreturn void
 engine_lost(const char *what)
@@ -61,34 +64,82 @@ receipt_seq(void)
 }
 
 /*
- * Batches sent and not yet acknowledged: their last record's number, oldest first. A
- * batch of closes only holds nothing back (the connection has no next step; its records
- * are in the channel's kernel buffer, which the monitor reads to the end even if the
- * engine dies); one with an open or a denial is waited for, and with it every earlier one
- * (acknowledgements come in order).
+ * Batches sent and not yet acknowledged: their last record's number, oldest first
+ * (acknowledgements come in order). A batch of closes only holds nothing back (the
+ * connection has no next step; its records are in the channel's kernel buffer, which the
+ * monitor reads to the end even if the engine dies): the monitor does not answer it. One
+ * with an open or a denial is answered; its connections hold themselves until then
+ * (conn_hold), and a record no connection holds for (a count of collapsed denials) is
+ * waited for at the turn's end, as are all of them when the list is full.
  */
 #define ENGINE_UNACKED_MAX 64
 static uint64_t eng_unacked[ENGINE_UNACKED_MAX];
 static unsigned eng_nunacked;
-static bool eng_must_wait;              /* the batch being filled holds an open or a deny */
+static unsigned eng_batch_wait;         /* opens and denials in the batch being filled */
+static unsigned eng_batch_held;         /* of them, those a connection holds for */
 
-/* Reads acknowledgements until none is outstanding. */
+/* The oldest outstanding batch is acknowledged by ack: the file's seq moves on. */
+static uint64_t
+engine_acked(const struct mw_head *ack, ssize_t n)
+{
+	if (n != (ssize_t)sizeof(*ack) || ack->magic != MW_MAGIC || ack->type != MW_ACK ||
+	    eng_nunacked == 0 || ack->seq != eng_unacked[0])
+		engine_lost("no acknowledgement of a receipt batch");
+	eng_file_seq = ack->file_seq;
+	memmove(eng_unacked, eng_unacked + 1, --eng_nunacked * sizeof(eng_unacked[0]));
+	return ack->seq;
+}
+
+/*
+ * Reads acknowledgements until none is outstanding, then releases the connections they
+ * cover (after the loop: a release can write a record, which can send a batch).
+ */
 static void
 engine_wait_acks(void)
 {
 	struct mw_head ack;
+	uint64_t last = 0;
 	ssize_t n;
 
-	for (unsigned i = 0; i < eng_nunacked; i++) {
+	while (eng_nunacked > 0) {
 		do
 			n = recv(eng_chan, &ack, sizeof(ack), 0);
 		while (n == -1 && errno == EINTR);
-		if (n != (ssize_t)sizeof(ack) || ack.magic != MW_MAGIC || ack.type != MW_ACK ||
-		    ack.seq != eng_unacked[i])
-			engine_lost("no acknowledgement of a receipt batch");
-		eng_file_seq = ack.file_seq;
+		last = engine_acked(&ack, n);
 	}
-	eng_nunacked = 0;
+	if (last != 0)
+		conn_release(last);
+}
+
+/* The channel's read event: the acknowledgements that arrived, and their connections. */
+static void
+engine_ack_read(evutil_socket_t fd, short what, void *arg)
+{
+	struct mw_head ack;
+	uint64_t last = 0;
+	ssize_t n;
+
+	(void)what;
+	(void)arg;
+	while (eng_nunacked > 0) {
+		n = recv(fd, &ack, sizeof(ack), MSG_DONTWAIT);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		last = engine_acked(&ack, n);
+	}
+	if (last == 0) {
+		/* Readable with nothing expected: the monitor closed it, or spoke out of turn. */
+		n = recv(fd, &ack, sizeof(ack), MSG_DONTWAIT | MSG_PEEK);
+		if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR))
+			engine_lost("the monitor closed the channel");
+		if (n > 0)
+			engine_lost("a message from the monitor out of turn");
+		return;
+	}
+	conn_release(last);
+	conn_release_finish();
 }
 
 static void
@@ -96,7 +147,7 @@ engine_send_batch(bool wait)
 {
 	unsigned count = eng_w.count;
 	/* Closes only, and nothing to wait for: the monitor need not answer. */
-	bool noack = !eng_must_wait && !wait;
+	bool noack = eng_batch_wait == 0 && !wait;
 	size_t len;
 
 	if (count > 0) {
@@ -111,22 +162,35 @@ engine_send_batch(bool wait)
 		eng_first += count;
 		mw_batch_begin(&eng_w, eng_buf, sizeof(eng_buf));
 	}
+	eng_batch_wait = eng_batch_held = 0;
 	if (wait)
 		engine_wait_acks();
-	eng_must_wait = false;
 }
 
 void
 engine_flush(void)
 {
-	if (eng_chan != -1)
-		engine_send_batch(eng_must_wait);
+	if (eng_chan == -1)
+		return;
+	/* Half-closes a release put off, then the turn's held connections stop. */
+	conn_release_finish();
+	conn_hold_suspend();
+	engine_send_batch(eng_batch_wait > eng_batch_held);
 }
 
 bool
 engine_waiting(void)
 {
-	return eng_chan != -1 && eng_must_wait;
+	return eng_chan != -1 && eng_batch_wait > eng_batch_held;
+}
+
+uint64_t
+engine_hold(void)
+{
+	if (eng_chan == -1 || eng_w.count == 0 || eng_batch_held >= eng_batch_wait)
+		return 0;
+	eng_batch_held++;
+	return eng_first + eng_w.count - 1;
 }
 
 void
@@ -144,7 +208,7 @@ receipt_write(const struct receipt *r)
 		return receipt_record(r);
 	if (mw_batch_add(&eng_w, r) == -1) {
 		/* Full: this batch goes now (still before the connection's next step). */
-		engine_send_batch(eng_must_wait);
+		engine_send_batch(eng_batch_wait > eng_batch_held);
 		if (mw_batch_add(&eng_w, r) == -1) {
 			log_error("event=receipt-overflow id=%s", r->id ? r->id : "-");
 			return -1;
@@ -152,7 +216,7 @@ receipt_write(const struct receipt *r)
 	}
 	/* The next step of an open (bytes) or of a denial (the answer) waits for the monitor. */
 	if (r->event != RECEIPT_CLOSE)
-		eng_must_wait = true;
+		eng_batch_wait++;
 	return 0;
 }
 
@@ -477,6 +541,11 @@ engine_ready(void)
 	if (engine_call(q, -1, NULL) == -1)
 		engine_lost("the monitor refused the engine");
 	free(q);
+	/* From now on acknowledgements are read when they come, between the other events. */
+	eng_ack_ev = event_new(egressd_base, eng_chan, EV_READ | EV_PERSIST, engine_ack_read,
+	    NULL);
+	if (eng_ack_ev == NULL || event_add(eng_ack_ev, NULL) == -1)
+		engine_lost("no event for the channel to the monitor");
 }
 
 /*

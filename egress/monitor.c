@@ -575,6 +575,21 @@ mon_batch(const uint8_t *buf, size_t len)
 	ack.type = MW_ACK;
 	ack.seq = mon_next - 1;
 	ack.file_seq = receipt_file_seq();
+#ifdef EGRESS_TEST_HOOKS
+	{
+		/*
+		 * Test-only (--enable-debug): a slow monitor, so that the engine's polls between
+		 * an open and its acknowledgement see its connections' events (openturn.sh).
+		 */
+		const char *ms = getenv("EGRESS_MONITOR_TEST_ACK_DELAY_MS");
+
+		if (ms != NULL && atoi(ms) > 0) {
+			struct timespec ts = { 0, (long)(atoi(ms) % 1000) * 1000000L };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+#endif
 	if (send(mon_chan, &ack, sizeof(ack), MSG_NOSIGNAL) != (ssize_t)sizeof(ack))
 		log_error_errno("event=monitor-ack");
 }

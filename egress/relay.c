@@ -21,7 +21,6 @@
 #include "conn.h"
 #include "splice.h"
 
-static void conn_propagate_eof(struct conn *c);
 
 /*
  * Every change of a direction's half-close goes through the table (connstate.c). A step
@@ -68,6 +67,10 @@ conn_half_shut(struct conn *c, enum conn_dir d, bool may, struct bufferevent *ds
 
 	if (!may || conn_halves_get(&c->halves, d) != CH_EOF_SEEN)
 		return;
+	if (c->hold != 0) {
+		c->shut_skipped = true; /* after the acknowledgement (conn_release_finish) */
+		return;
+	}
 	/*
 	 * The last half: the close that follows at once (conn_maybe_finish) ends dst's side
 	 * with its FIN, and nothing is unread on dst, whose own direction read to its end: one
@@ -86,7 +89,7 @@ conn_half_shut(struct conn *c, enum conn_dir d, bool may, struct bufferevent *ds
 }
 
 /* Half-close: once everything from the closed side is delivered, shut the other way. */
-static void
+void
 conn_propagate_eof(struct conn *c)
 {
 	/* A forwarded request's upload ends with its body (framing), not the client's EOF. */
@@ -361,7 +364,7 @@ conn_idle_check(struct conn *c)
 bool
 conn_write_now(const struct conn *c, const struct bufferevent *dst)
 {
-	return !engine_waiting() && !(c->parent_tls && dst == c->ubev);
+	return c->hold == 0 && !engine_waiting() && !(c->parent_tls && dst == c->ubev);
 }
 
 void

@@ -102,11 +102,14 @@ expect_eq "... receipt: frontend transparent, host the name, addr the real one" 
     "open transparent ok.e2e.test $ECHO 127.0.0.1" \
     "$(rcpt --skip "$m" --where event=open --wait 10 --fields event,frontend,host,port,addr)"
 m=$(rcpt_mark)
-expect_eq "another port: the client's connection is reset" "reset" "$(direct "$SYN" 9)"
+expect_match "another port: the client's connection is reset" '^(reset|error 107)$' "$(direct "$SYN" 9)"
 expect_eq "... deny receipt, transparent, the name" "deny transparent ok.e2e.test 9 not-allowlisted" \
     "$(rcpt --skip "$m" --where event=deny --wait 10 --fields event,frontend,host,port,reason)"
 m=$(rcpt_mark)
-expect_eq "a synthetic address never given: reset" "reset" "$(direct "$NEVER" "$ECHO")"
+# Reset by the relay once egressd refused: the client sees it on its read, or as ENOTCONN
+# (107) on its shutdown() when the reset came first (seen under a full suite's load).
+expect_match "a synthetic address never given: reset" '^(reset|error 107)$' \
+    "$(direct "$NEVER" "$ECHO")"
 expect_eq "... deny receipt bad-host" "deny transparent $NEVER bad-host" \
     "$(rcpt --skip "$m" --where event=deny --wait 10 --fields event,frontend,host,reason)"
 # Closed at once: the client sees EOF, a reset, or ENOTCONN (107) when the reset came
