@@ -100,6 +100,10 @@ HZ=$(getconf CLK_TCK)
 # --- the upstream, egressd, its principal -----------------------------------------------
 
 upstream() {
+	# Each scenario's own: the last one's "listening" line, still in the file until the
+	# shell of the new server truncates it, once gave an empty port (every tunnel of the
+	# next scenario refused as malformed).
+	rm -f "$T/serve.out"
 	"$TB" serve -T 7200 0 >"$T/serve.out" 2>"$T/serve.err" &
 	PIDS+=($!)
 	wait_until 5 grep -q '^listening' "$T/serve.out" || { echo "stress: no upstream" >&2; exit 1; }
