@@ -325,7 +325,11 @@ conn_deny_as(struct conn *c, enum egress_reason reason, const char *why, const u
 		break;
 	}
 	if (now && n > 0 && c->cbev != NULL) {
-		/* No loop turn left (principal removed, daemon stopping): best effort. */
+		/*
+		 * No loop turn left (principal removed, daemon stopping): best effort, straight
+		 * to the socket, once the monitor has the denial (the wait releases the hold).
+		 */
+		engine_sync();
 		send(bufferevent_getfd(c->cbev), out, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 		n = 0;
 	}
@@ -520,7 +524,13 @@ conn_release_finish(void)
  * can fire only after the next poll, and the turn's end turns it off before that poll.
  * The acknowledgement (conn_release) turns back on exactly what was turned off, and a
  * skipped half-close runs then (conn_release_finish). A timer may still end a held
- * connection (a deadline: its sockets close, its close receipt follows the open's).
+ * connection (a deadline): conn_free waits for the acknowledgement before its sockets
+ * close, and so does conn_abort's answer sent straight when no loop turn is left.
+ * One case is not covered: libevent's EVLOOP_ONCE polls a second time within one turn
+ * when more than 32 deferred callbacks were queued in a pass (bufferevent_trigger with
+ * BEV_TRIG_DEFER_CALLBACKS, conn_start_relay, only for parent-proxy tunnels whose parent
+ * sent bytes after its answer head); a held connection's write event that the open's
+ * callback registered could then run before the turn's end suspends it.
  * Earlier ways: waiting for the acknowledgement inside a guarded open's callback and at
  * the end of every turn that held an open (the engine slept on the channel once per turn,
  * 19 000 times in 30 000 8-way setups, bench/README.md); before that, holding both
@@ -688,6 +698,13 @@ conn_free(struct conn *c)
 	if (c->dq != NULL)
 		dns_cancel(c->dq);
 	conn_dial_free(c);
+	/*
+	 * Closing sends a FIN or a reset: not before the monitor has the connection's open
+	 * or denial (a deadline, or a refusal in the open's own callback, can end a held
+	 * connection). The wait releases it, and every other one acknowledged with it.
+	 */
+	if (c->held == CONN_HELD_WAIT)
+		engine_sync();
 	if (c->held == CONN_HELD_WAIT)
 		conn_nwait--;
 	if (c->held != CONN_HELD_NONE)

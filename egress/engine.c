@@ -176,6 +176,9 @@ engine_flush(void)
 	conn_release_finish();
 	conn_hold_suspend();
 	engine_send_batch(eng_batch_wait > eng_batch_held);
+	/* The send may have waited (a record nobody holds for, 64 batches outstanding) and
+	 * released connections whose half-close is due: before the poll, not after it. */
+	conn_release_finish();
 }
 
 bool

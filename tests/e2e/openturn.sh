@@ -105,7 +105,8 @@ for line in open(sys.argv[1], errors="replace"):
     if not m:
         continue
     pid, call, _, what, rest = m.groups()
-    if call in ("recvfrom", "recvmsg") and _ == "3":
+    # an acknowledgement read (24 bytes), not a peek or an EAGAIN
+    if call in ("recvfrom", "recvmsg") and _ == "3" and rest.rstrip().endswith("= 24"):
         pend.pop(pid, None)
     elif call == "write" and what.endswith("egressd.err") and " event=open " in rest:
         pend[pid] = True

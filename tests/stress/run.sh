@@ -106,7 +106,7 @@ upstream() {
 	rm -f "$T/serve.out"
 	"$TB" serve -T 7200 0 >"$T/serve.out" 2>"$T/serve.err" &
 	PIDS+=($!)
-	wait_until 5 grep -q '^listening' "$T/serve.out" || { echo "stress: no upstream" >&2; exit 1; }
+	wait_until 5 grep -qs '^listening' "$T/serve.out" || { echo "stress: no upstream" >&2; exit 1; }
 	UP=$(sed -n 's/^listening .*port=\([0-9]*\).*/\1/p' "$T/serve.out")
 	TARGET=127.0.0.1:$UP
 }
