@@ -1572,6 +1572,11 @@ http_suite(void)
 	LOOP_CASE("resumed: accepted alike in pieces of any size", test_resume_ok, http_ok);
 	LOOP_CASE("resumed: refused alike in pieces of any size", test_resume_bad, http_bad);
 	ONE_CASE("resumed: a head byte by byte is linear work", test_resume_linear);
+	/*
+	 * Its bound is the bytes examined, counted, not time: 2 s of ASan work alone, past
+	 * Check's 4 s default when a CI machine is busy (seen: CI's ASan step, -j2).
+	 */
+	tcase_set_timeout(tc, 60);
 	LOOP_CASE("framing: split at every offset", test_framing_split, framing);
 	LOOP_CASE("framing: byte by byte, each byte once", test_framing_bytewise, framing);
 	ONE_CASE("framing: head, body over reads, a smuggled request", test_framing_after_head);
