@@ -383,12 +383,13 @@ conn_hold(struct conn *c)
 	uint64_t n;
 
 	/*
-	 * No other connection could move meanwhile (each other one is held already): the
+	 * No other connection could move meanwhile (each other one is held already; c is
+	 * not counted if it holds already, for an earlier record): the
 	 * engine has nothing to do but wait, so it waits here, and what follows in this
 	 * callback may go straight to the sockets; stopping and restarting this one's
 	 * events would only cost system calls (the sequential setups of bench/README.md).
 	 */
-	if (nconns <= conn_nwait + 1) {
+	if (nconns <= conn_nwait - (c->held == CONN_HELD_WAIT) + 1) {
 		engine_sync();
 		return;
 	}

@@ -75,6 +75,9 @@ after 0" "$(py tunnel socks5 "$G" banner.e2e.test "$BANNER" --mode reverse --dat
 echo-ok" "$(py tunnel socks5 "$O" echo.e2e.test "$ECHO" --coalesce --mode echo --size 3000)"
 	expect_eq "$1 no guard: CONNECT" "200
 echo-ok" "$(py tunnel connect "$O" echo.e2e.test "$ECHO" --split --mode echo --size 5000)"
+	# A refusal: its answer (403) waits for the monitor's acknowledgement as bytes do.
+	expect_match "$1 a name the policy lacks is refused" '^403' \
+	    "$(py tunnel connect "$G" nope.example.org 443 --mode none)"
 	expect_eq "$1 six tunnels closed" 6 \
 	    "$(rcpt --skip "$m" --where event=close --wait 10 --min 6 --count)"
 }
@@ -108,7 +111,8 @@ for line in open(sys.argv[1], errors="replace"):
     # an acknowledgement read (24 bytes), not a peek or an EAGAIN
     if call in ("recvfrom", "recvmsg") and _ == "3" and rest.rstrip().endswith("= 24"):
         pend.pop(pid, None)
-    elif call == "write" and what.endswith("egressd.err") and " event=open " in rest:
+    elif call == "write" and what.endswith("egressd.err") and (" event=open " in rest or
+                                                               " event=deny " in rest):
         pend[pid] = True
         opens += 1
     elif pid in pend and (what.startswith("TCP") or what.startswith("UNIX-STREAM")):
@@ -118,6 +122,6 @@ for b in bad:
     print("moved before the open was acknowledged: " + b)
 EOF
 )
-expect_eq "strace saw every open" "opens 12" "$(echo "$out" | head -n 1)"
-expect_eq "no byte nor half-close between an open receipt and its acknowledgement" "" "$(echo "$out" | sed 1d)"
+expect_eq "strace saw every open and refusal" "opens 14" "$(echo "$out" | head -n 1)"
+expect_eq "no byte nor half-close between an open or deny receipt and its acknowledgement" "" "$(echo "$out" | sed 1d)"
 finish
