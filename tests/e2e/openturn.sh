@@ -94,8 +94,10 @@ IDLE=$SPAWNED
 _idle() { grep -q connected "$WORK/idle.out" 2>/dev/null; }
 wait_until _idle || { echo "Bail out! the idle client did not connect"; exit 99; }
 tunnels "beside a live one:"
-stop "$IDLE"
+# strace first: the idle client's leaving is refused (malformed-request, a deny receipt),
+# which strace would count when it comes before strace is gone.
 stop "$STRACE"
+stop "$IDLE"
 
 # The log line of an open follows its receipt at once, before the state changes: from it to
 # egressd's next read of the monitor's channel (fd 3, the acknowledgement), no socket of a
