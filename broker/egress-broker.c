@@ -209,7 +209,7 @@ main(int argc, char **argv)
 	const char *egress = NULL, *expect = NULL;
 	struct sigaction sa;
 	struct pollfd pfd;
-	long chan = -1, want_parent = 0;
+	long chan = -1, want_parent = -1;
 	char *end;
 	pid_t parent = getppid();
 	int ch, type;
@@ -230,9 +230,10 @@ main(int argc, char **argv)
 		case 'p':
 			errno = 0;
 			want_parent = strtol(optarg, &end, 10);
-			if (*optarg == '\0' || *end != '\0' || errno != 0 || want_parent < 2 ||
-			    want_parent > INT_MAX)
-				usage("--parent takes a process id");
+			if (*optarg == '\0' || *end != '\0' || errno != 0 ||
+			    (want_parent != 0 && want_parent < 2) || want_parent > INT_MAX)
+				usage("--parent takes a process id, or 0 for a parent outside the "
+				    "broker's pid namespace");
 			break;
 		case 'h': usage(NULL);
 		default: usage(NULL);
@@ -247,9 +248,12 @@ main(int argc, char **argv)
 	/*
 	 * The parent died before PDEATHSIG was armed. Without --parent, "the parent" is
 	 * whoever it was at the start of main, which is init already if it died before
-	 * that: egress-run passes its pid (and armed PDEATHSIG itself before exec).
+	 * that: egress-run passes its pid (and armed PDEATHSIG itself before exec), or 0
+	 * when the broker is in egress-run's pid namespace for the run (launcher/runguard.c),
+	 * which egress-run is outside: getppid() is 0 then, alive or dead, so the check
+	 * cannot fire and the namespace's end is what ends the broker.
 	 */
-	if (want_parent != 0)
+	if (want_parent != -1)
 		parent = (pid_t)want_parent;
 	if (getppid() != parent)
 		return 0;

@@ -202,8 +202,11 @@ main(int argc, char **argv)
 		if (!runopt.no_fd4)
 			run_need_program("egress-broker", path, sizeof(path));
 	}
+	/* Before the first child: every child of the run ends with egress-run. */
+	runguard_start();
 	runbox_workload_userns();
 	runbox_probe_namespaces();
+	runguard_say_unguarded();
 	runstate_binds();
 	if (runopt.learn != NULL)
 		runsum_learn_open();

@@ -5,7 +5,8 @@
  * configuration), runstate.c (the runtime folder, the receipts path and their overlap
  * with what the sandbox binds), runsup.c (egressd, the lease, egress-broker: started,
  * asked, stopped), runbox.c (the workload's bubblewrap sandbox and its signals), runsum.c
- * (the end-of-run summary).
+ * (the end-of-run summary), runguard.c (a pid namespace for the run's children, so that
+ * none outlives egress-run).
  *
  * Trusted host code; what each part trusts is said at the top of its file.
  */
@@ -134,6 +135,14 @@ void runsup_start_private(void);
 void runsup_take_lease(void);
 json_t *runsup_request_summary(void);
 bool runsup_signal_children(pid_t init_pid, int sig);
+
+/* runguard.c: the run's children in a pid namespace that ends with egress-run */
+void runguard_start(void);
+void runguard_say_unguarded(void);
+/* What a child's getppid() says while egress-run lives (0 in the run's namespace). */
+pid_t runguard_ppid(void);
+void runguard_child_proc(void);      /* in a child, before it executes bwrap */
+pid_t runguard_host_pid(pid_t outer, pid_t ns_pid);
 
 /* runbox.c */
 void runbox_workload_userns(void);

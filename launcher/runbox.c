@@ -85,11 +85,16 @@ runbox_forward_signal(int sig)
 	pending_signal = sig;
 }
 
-/* The workload is the child of the sandbox's init (bwrap's pid 1, child-pid). */
+/*
+ * The workload is the child of the sandbox's init (bwrap's pid 1, child-pid, counted in
+ * the run's pid namespace: its host pid is found when a signal is to be sent).
+ */
 static void
 runbox_signal_workload(pid_t init_pid, int sig)
 {
-	if (!runsup_signal_children(init_pid, sig) && run.bwrap_pid > 0)
+	pid_t host = runguard_host_pid(run.bwrap_pid, init_pid);
+
+	if ((host <= 0 || !runsup_signal_children(host, sig)) && run.bwrap_pid > 0)
 		kill(run.bwrap_pid, sig);
 }
 
@@ -225,6 +230,7 @@ runbox_probe_namespaces(void)
 		if (null == -1 || dup2(null, 0) == -1 || dup2(null, 1) == -1 ||
 		    dup2(ep[1], 2) == -1)
 			_exit(RUN_EXIT_SETUP);
+		runguard_child_proc();
 		if (box.root_run && (setgroups(0, NULL) == -1 ||
 		    setns(box.userns_fd, CLONE_NEWUSER) == -1 || setresgid(0, 0, 0) == -1 ||
 		    setresuid(0, 0, 0) == -1)) {
@@ -685,6 +691,7 @@ runbox_run(void)
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
+		runguard_child_proc();
 		if (box.root_run)
 			userns_exec(box.userns_fd, box.stages, box.nstages,
 			    runopt.no_dns ? 0 : DNSSTUB_PORT, runopt.no_dns ? 0 : NETCFG_PORT,

@@ -110,13 +110,16 @@ runsup_stop(void)
  * survives the exec of egress-broker, which is not set-id) and then checks that its parent
  * is still this process, since one that died before the signal was armed sends none. The
  * broker gets that pid (--parent) to check it again after exec; reading getppid() only
- * there would take init for the parent if egress-run died in between.
+ * there would take init for the parent if egress-run died in between. In the run's pid
+ * namespace (runguard.c) the parent's pid is 0 as the child sees it (runguard_ppid), dead
+ * or alive: there the check cannot fire, and the namespace's end with egress-run is what
+ * ends the child.
  */
 void
 runsup_start_broker(void)
 {
 	char broker[PATH_MAX + 16], chan[16], ppid[24];
-	pid_t self = getpid();
+	pid_t self = runguard_ppid();
 	int bp[2];
 
 	run_need_program("egress-broker", broker, sizeof(broker));
@@ -332,7 +335,7 @@ runsup_start_private(void)
 	runpolicy_private(&p);
 
 	runsup_egressd_argv(&bwrap_argv, p.egressd, p.conf, run.receipts, &filter_fd, info);
-	parent = getpid();
+	parent = runguard_ppid();
 	if ((run.egressd_pid = fork()) == -1)
 		run_setup_failed("fork: %s", strerror(errno));
 	if (run.egressd_pid == 0) {
@@ -352,6 +355,7 @@ runsup_start_private(void)
 		/* Until bwrap's --die-with-parent takes over: egressd ends with egress-run. */
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1 || getppid() != parent)
 			_exit(RUN_EXIT_SETUP);
+		runguard_child_proc();
 		/* bwrap inherits the filter and the info pipe, nothing else of ours. */
 		if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) == -1 ||
 		    fcntl(filter_fd, F_SETFD, 0) == -1 || fcntl(info[1], F_SETFD, 0) == -1)
@@ -363,7 +367,7 @@ runsup_start_private(void)
 	arglist_free(&bwrap_argv);
 	close(filter_fd);
 	close(info[1]);
-	run.egressd_child = runsup_info_child_pid(info[0]);
+	run.egressd_child = runguard_host_pid(run.egressd_pid, runsup_info_child_pid(info[0]));
 	close(info[0]);
 	/* Serving once its control socket answers (egressd creates it after the receipts). */
 	for (int waited = 0; run.conn == -1; waited += 20) {
