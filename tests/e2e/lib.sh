@@ -86,10 +86,15 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # spawn NAME CMD...: runs CMD in the background in its own session (so that its children
-# go with it), output in $WORK/NAME.out and .err; its pid is $SPAWNED.
+# go with it), output in $WORK/NAME.out and .err; its pid is $SPAWNED. The files are
+# emptied here, before the background job opens them: a reader of NAME.out (wait_line)
+# must not see what an earlier NAME wrote there (dns_restart's testdns read the old "port"
+# line as the job truncated it, and the port came back empty).
 spawn() {
 	_n=$1
 	shift
+	: >"$WORK/$_n.out"
+	: >"$WORK/$_n.err"
 	setsid "$@" </dev/null >"$WORK/$_n.out" 2>"$WORK/$_n.err" &
 	SPAWNED=$!
 	E2E_PIDS="$E2E_PIDS $SPAWNED"
@@ -181,6 +186,9 @@ dns_start() {
 		exit 99
 	fi
 	DNS_PORT=${_l#port }
+	case $DNS_PORT in
+	''|*[!0-9]*) echo "Bail out! testdns said '$_l', not its port"; exit 99;;
+	esac
 }
 
 # dns_restart ZONE: the same port, a new zone (pins must outlive this).
