@@ -168,6 +168,28 @@ run_shown(const char *v)
 }
 
 /* A descriptor moved to 10 or above, so that placing fd 4 never overwrites it. */
+/* Up to max children of pid (its main thread's, /proc/PID/task/PID/children); how many. */
+int
+run_children(pid_t pid, pid_t *out, int max)
+{
+	char path[64], buf[1024];
+	FILE *fp;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	if ((fp = fopen(path, "re")) == NULL)
+		return 0;
+	if (fgets(buf, sizeof(buf), fp) != NULL) {
+		char *save = NULL;
+
+		for (char *tok = strtok_r(buf, " \n", &save); tok != NULL && n < max;
+		    tok = strtok_r(NULL, " \n", &save))
+			out[n++] = (pid_t)atoi(tok);
+	}
+	fclose(fp);
+	return n;
+}
+
 int
 run_high_fd(int fd)
 {

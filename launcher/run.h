@@ -99,6 +99,7 @@ uint8_t *run_read_all(const char *path, size_t *len);
 /* At most 4 values shown in one message (run.c). */
 const char *run_shown(const char *v);
 int run_high_fd(int fd);
+int run_children(pid_t pid, pid_t *out, int max);
 
 /* runopt.c */
 void runopt_parse(int argc, char **argv);

@@ -59,9 +59,11 @@
 #include "log.h"
 #include "run.h"
 
+/* Pid namespaces are nested at most 32 deep (pid_namespaces(7)), and a sandbox's 2 more. */
+#define RUNGUARD_NSPID_MAX 40
+
 static bool guarded;
 static int refused;            /* why not, once runguard_start has tried */
-static int lifeline = -1;      /* the write end, egress-run's alone */
 
 /* Writes text to /proc/self/file; -1 on failure. */
 static int
@@ -215,7 +217,8 @@ runguard_start(void)
 		runguard_init(p[0]);
 	}
 	close(p[0]);
-	lifeline = run_high_fd(p[1]);
+	/* The write end stays open, unused, until egress-run ends: that is the signal. */
+	(void)run_high_fd(p[1]);
 	guarded = true;
 }
 
@@ -246,74 +249,58 @@ runguard_ppid(void)
 	return guarded ? 0 : getpid();
 }
 
-/* How many namespaces deep egress-run is, as its /proc counts them (NSpid's fields - 1). */
+/*
+ * The NSpid line of /proc/WHO/status (WHO a pid or "self"): up to max pids, from the pid
+ * namespace of this /proc down to the process's own. Returns how many, or -1.
+ */
 static int
-runguard_own_depth(void)
+runguard_nspid(const char *who, long *out, int max)
 {
-	char line[256];
-	FILE *fp = fopen("/proc/self/status", "re");
-	int depth = 0;
+	char path[64], line[256];
+	FILE *fp;
+	int n = -1;
 
-	if (fp == NULL)
-		return 0;
-	while (fgets(line, sizeof(line), fp) != NULL)
-		if (strncmp(line, "NSpid:", 6) == 0) {
-			for (char *save = NULL, *t = strtok_r(line + 6, " \t\n", &save); t != NULL;
-			    t = strtok_r(NULL, " \t\n", &save))
-				depth++;
-			break;
-		}
+	snprintf(path, sizeof(path), "/proc/%s/status", who);
+	if ((fp = fopen(path, "re")) == NULL)
+		return -1;
+	while (n == -1 && fgets(line, sizeof(line), fp) != NULL) {
+		char *save = NULL;
+
+		if (strncmp(line, "NSpid:", 6) != 0)
+			continue;
+		n = 0;
+		for (char *t = strtok_r(line + 6, " \t\n", &save); t != NULL && n < max;
+		    t = strtok_r(NULL, " \t\n", &save))
+			out[n++] = strtol(t, NULL, 10);
+	}
 	fclose(fp);
-	return depth > 0 ? depth - 1 : 0;
+	return n;
 }
 
 pid_t
 runguard_host_pid(pid_t outer, pid_t ns_pid)
 {
-	static int depth = -1;
-	char path[64], buf[512], line[256];
-	FILE *fp;
-	pid_t found = -1;
+	static int depth = -1;      /* egress-run's: NSpid's fields for itself, less one */
+	pid_t kids[16];
+	long ids[RUNGUARD_NSPID_MAX];
+	char who[24];
+	int n;
 
 	if (!guarded || ns_pid <= 0)
 		return ns_pid;
 	if (depth == -1)
-		depth = runguard_own_depth();
-	/* bwrap's outer process (a child of egress-run, in the run's namespace) has one
+		depth = (n = runguard_nspid("self", ids, RUNGUARD_NSPID_MAX)) > 0 ? n - 1 : 0;
+	/*
+	 * bwrap's outer process (a child of egress-run, in the run's namespace) has one
 	 * child: the sandbox's init, whose NSpid has its pid as this /proc counts it at
-	 * egress-run's depth, then in the run's namespace, then in its own. */
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)outer, (int)outer);
-	if ((fp = fopen(path, "re")) == NULL)
-		return -1;
-	if (fgets(buf, sizeof(buf), fp) == NULL)
-		buf[0] = '\0';
-	fclose(fp);
-	for (char *save = NULL, *tok = strtok_r(buf, " \n", &save); tok != NULL && found == -1;
-	    tok = strtok_r(NULL, " \n", &save)) {
-		long host, inner;
-
-		snprintf(path, sizeof(path), "/proc/%s/status", tok);
-		if ((fp = fopen(path, "re")) == NULL)
-			continue;
-		while (fgets(line, sizeof(line), fp) != NULL) {
-			char *lsave = NULL, *t;
-			int i = 0;
-
-			if (strncmp(line, "NSpid:", 6) != 0)
-				continue;
-			host = inner = -1;
-			for (t = strtok_r(line + 6, " \t\n", &lsave); t != NULL && i <= depth + 1;
-			    t = strtok_r(NULL, " \t\n", &lsave), i++) {
-				if (i == depth)
-					host = strtol(t, NULL, 10);
-				else if (i == depth + 1)
-					inner = strtol(t, NULL, 10);
-			}
-			if (host > 0 && inner == (long)ns_pid)
-				found = (pid_t)host;
-			break;
-		}
-		fclose(fp);
+	 * egress-run's depth, then in the run's namespace, then in its own.
+	 */
+	n = run_children(outer, kids, sizeof(kids) / sizeof(kids[0]));
+	for (int i = 0; i < n; i++) {
+		snprintf(who, sizeof(who), "%d", (int)kids[i]);
+		if (runguard_nspid(who, ids, RUNGUARD_NSPID_MAX) >= depth + 2 &&
+		    ids[depth + 1] == (long)ns_pid)
+			return (pid_t)ids[depth];
 	}
-	return found;
+	return -1;
 }

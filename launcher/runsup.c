@@ -460,24 +460,10 @@ runsup_request_summary(void)
 bool
 runsup_signal_children(pid_t init_pid, int sig)
 {
-	char path[64], buf[256];
-	FILE *fp;
-	bool sent = false;
+	pid_t kids[64];
+	int n = run_children(init_pid, kids, sizeof(kids) / sizeof(kids[0]));
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)init_pid,
-	    (int)init_pid);
-	if ((fp = fopen(path, "re")) != NULL) {
-		if (fgets(buf, sizeof(buf), fp) != NULL) {
-			char *save = NULL;
-
-			for (char *tok = strtok_r(buf, " \n", &save); tok;
-			    tok = strtok_r(NULL, " \n", &save)) {
-				kill((pid_t)atoi(tok), sig);
-				sent = true;
-			}
-		}
-		fclose(fp);
-	}
-	return sent;
+	for (int i = 0; i < n; i++)
+		kill(kids[i], sig);
+	return n > 0;
 }
-
