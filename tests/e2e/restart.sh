@@ -5,7 +5,7 @@
 # file (a removed one's tunnels close with shutdown), keeps a live principal's policy when
 # its file changed, and keeps everything when the new file is invalid. SIGTERM with
 # shutdown-grace 1: a request completed during the drain gets 503 shutdown, the live
-# tunnel is closed with a shutdown receipt, egressd exits 0 within about 2 s.
+# tunnel is closed with a shutdown receipt, egressd exits 0 after the grace (within 5 s).
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/e2e/lib.sh"
 cd "$WORK" || exit 1
 
@@ -136,7 +136,9 @@ rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
 echo "# egressd stopped ${ms} ms after SIGTERM"
 expect_eq "SIGTERM: egressd exits 0" 0 "$rc"
-expect_eq "SIGTERM: within about 2 s with shutdown-grace 1" 1 "$([ "$ms" -ge 900 ] && [ "$ms" -le 2500 ] && echo 1)"
+# At least the grace (the drain waited), and not much more: the rest is the monitor's
+# last records and their fsync, which a disk busy with a parallel make can slow by seconds.
+expect_eq "SIGTERM: after the 1 s grace, and within 5 s" 1 "$([ "$ms" -ge 900 ] && [ "$ms" -le 5000 ] && echo 1)"
 wait "$g1_PID"
 expect_match "SIGTERM: the live tunnel was closed" "^(eof|reset) " "$(sed -n 2p g1.out)"
 expect_eq "SIGTERM: its close receipt says shutdown" "close shutdown shutdown q.e2e.test" \
