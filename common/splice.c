@@ -9,20 +9,122 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
 
 #include "splice.h"
 
+void
+egress_sink_init(struct egress_sink *s, int fd, struct event_base *base, event_callback_fn cb,
+    void *arg)
+{
+	s->fd = fd;
+	s->q = NULL;
+	s->wr = NULL;
+	s->base = base;
+	s->cb = cb;
+	s->arg = arg;
+}
+
+size_t
+egress_sink_len(const struct egress_sink *s)
+{
+	return s->q != NULL ? evbuffer_get_length(s->q) : 0;
+}
+
+/* The queue and its write event, made when bytes first wait. */
+static int
+egress_sink_open(struct egress_sink *s)
+{
+	if (s->q != NULL)
+		return 0;
+	if ((s->q = evbuffer_new()) == NULL)
+		return -1;
+	if ((s->wr = event_new(s->base, s->fd, EV_WRITE | EV_PERSIST, s->cb, s->arg)) == NULL) {
+		evbuffer_free(s->q);
+		s->q = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+int
+egress_sink_queue(struct egress_sink *s, const void *p, size_t len, bool arm)
+{
+	if (len == 0)
+		return 0;
+	if (egress_sink_open(s) == -1 || evbuffer_add(s->q, p, len) == -1)
+		return -1;
+	if (arm)
+		event_add(s->wr, NULL);
+	return 0;
+}
+
+int
+egress_sink_take(struct egress_sink *s, struct evbuffer *from, bool arm)
+{
+	if (evbuffer_get_length(from) == 0)
+		return 0;
+	if (egress_sink_open(s) == -1 || evbuffer_add_buffer(s->q, from) == -1)
+		return -1;
+	if (arm)
+		event_add(s->wr, NULL);
+	return 0;
+}
+
 enum egress_splice_res
-egress_splice_read(int fd, struct event *rd, struct bufferevent *dst, uint8_t *scratch,
+egress_sink_flush(struct egress_sink *s, size_t bound)
+{
+	int w;
+
+	if (s->q == NULL)
+		return EGRESS_SPLICE_MOVED;
+	w = evbuffer_write_atmost(s->q, s->fd, (ev_ssize_t)bound);
+	if (w < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ?
+		    EGRESS_SPLICE_AGAIN : EGRESS_SPLICE_SEND_ERROR;
+	if (evbuffer_get_length(s->q) == 0)
+		egress_sink_free(s);
+	return EGRESS_SPLICE_MOVED;
+}
+
+bool
+egress_sink_disarm(struct egress_sink *s)
+{
+	if (s->wr == NULL || !event_pending(s->wr, EV_WRITE, NULL))
+		return false;
+	event_del(s->wr);
+	return true;
+}
+
+void
+egress_sink_arm(struct egress_sink *s)
+{
+	if (s->wr != NULL)
+		event_add(s->wr, NULL);
+}
+
+void
+egress_sink_free(struct egress_sink *s)
+{
+	if (s->wr != NULL)
+		event_free(s->wr);
+	if (s->q != NULL)
+		evbuffer_free(s->q);
+	s->wr = NULL;
+	s->q = NULL;
+}
+
+enum egress_splice_res
+egress_splice_read(int fd, struct event *rd, struct egress_sink *dst, uint8_t *scratch,
     size_t bound, size_t *n)
 {
-	struct evbuffer *out = bufferevent_get_output(dst);
-	size_t queued = evbuffer_get_length(out);
+	size_t queued = egress_sink_len(dst);
 	ssize_t r, w = 0;
 
 	*n = 0;
 	if (queued >= bound) {
-		egress_splice_pause(rd, dst, bound);
+		event_del(rd);
 		return EGRESS_SPLICE_AGAIN;
 	}
 	r = read(fd, scratch, bound - queued);
@@ -34,17 +136,19 @@ egress_splice_read(int fd, struct event *rd, struct bufferevent *dst, uint8_t *s
 		return EGRESS_SPLICE_EOF;
 	}
 	if (queued == 0) {
-		w = send(bufferevent_getfd(dst), scratch, (size_t)r, MSG_NOSIGNAL | MSG_DONTWAIT);
+		w = send(dst->fd, scratch, (size_t)r, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 				return EGRESS_SPLICE_SEND_ERROR;
 			w = 0;
 		}
 	}
-	if (w < r)
-		evbuffer_add(out, scratch + w, (size_t)(r - w));
-	if (evbuffer_get_length(out) >= bound)
-		egress_splice_pause(rd, dst, bound);
+	if (w < r && egress_sink_queue(dst, scratch + w, (size_t)(r - w), true) == -1) {
+		errno = ENOMEM;
+		return EGRESS_SPLICE_SEND_ERROR;
+	}
+	if (egress_sink_len(dst) >= bound)
+		event_del(rd);
 	*n = (size_t)r;
 	return EGRESS_SPLICE_MOVED;
 }
@@ -85,24 +189,11 @@ egress_splice_send(const void *p, size_t len, struct bufferevent *dst, bool now)
 	return len;
 }
 
-void
-egress_splice_pause(struct event *rd, struct bufferevent *dst, size_t bound)
-{
-	event_del(rd);
-	bufferevent_setwatermark(dst, EV_WRITE, bound / 2, 0);
-}
-
-void
-egress_splice_resume(struct bufferevent *dst)
-{
-	bufferevent_setwatermark(dst, EV_WRITE, 0, 0);
-}
-
 bool
-egress_splice_shut(bool src_eof, bool *dst_shut, struct bufferevent *dst)
+egress_splice_shut(bool src_eof, bool *dst_shut, struct egress_sink *dst)
 {
-	if (src_eof && !*dst_shut && evbuffer_get_length(bufferevent_get_output(dst)) == 0) {
-		shutdown(bufferevent_getfd(dst), SHUT_WR);
+	if (src_eof && !*dst_shut && egress_sink_len(dst) == 0) {
+		shutdown(dst->fd, SHUT_WR);
 		*dst_shut = true;
 	}
 	return *dst_shut;

@@ -148,8 +148,9 @@ conn_set_timer(struct conn *c, unsigned seconds)
  * The callbacks and read bounds of c's state, the one place they are set. The request
  * phase reads the client (at most one request head, plus one byte to notice); the tunnel
  * relays both sides, the client's bytes held up to what the guard may hold while it
- * inspects; the fast relay reads both sockets itself (its read events are made here, the
- * bufferevents only write); the drain only writes the answer, then frees.
+ * inspects; the fast relay reads both sockets itself (its read events are made here) and
+ * writes them through sinks once conn_fast_start freed the bufferevents; the drain only
+ * writes the answer, then frees.
  */
 static void
 conn_install(struct conn *c)
@@ -185,8 +186,8 @@ conn_install(struct conn *c)
 		bufferevent_setwatermark(c->ubev, EV_READ, 0, EGRESSD_RELAY_BUF);
 		if (c->state != CS_FAST)
 			break;
-		/* The bufferevents still write (and report write errors); conn_fast_start adds
-		 * the read events once what the bufferevents had read is delivered. */
+		/* The bufferevents read no more; conn_fast_start hands their sockets to sinks
+		 * and adds the read events once what they had read is delivered. */
 		bufferevent_disable(c->cbev, EV_READ);
 		bufferevent_disable(c->ubev, EV_READ);
 		c->fast[0] = event_new(egressd_base, bufferevent_getfd(c->cbev),
@@ -351,10 +352,6 @@ conn_deny(struct conn *c, enum egress_reason reason, const char *why, const uint
 static TAILQ_HEAD(conn_heldq, conn) conn_held = TAILQ_HEAD_INITIALIZER(conn_held);
 static unsigned conn_nwait;             /* of them, CONN_HELD_WAIT */
 
-/* What conn_hold and conn_hold_suspend turned off (c->suspended). */
-#define CONN_SUSP_READ(i)  (0x01u << (i))       /* 0 cbev, 1 ubev */
-#define CONN_SUSP_WRITE(i) (0x04u << (i))
-#define CONN_SUSP_FAST(i)  (0x10u << (i))       /* c->fast[i] */
 
 static struct bufferevent *
 conn_bev(const struct conn *c, int i)
@@ -369,6 +366,8 @@ conn_stop_writes(struct conn *c)
 	for (int i = 0; i < 2; i++) {
 		struct bufferevent *b = conn_bev(c, i);
 
+		if (c->bare && egress_sink_disarm(&c->sink[i]))
+			c->suspended |= CONN_SUSP_WRITE(i);
 		if (b != NULL && (bufferevent_get_enabled(b) & EV_WRITE) &&
 		    evbuffer_get_length(bufferevent_get_output(b)) > 0) {
 			bufferevent_disable(b, EV_WRITE);
@@ -443,6 +442,8 @@ conn_resume(struct conn *c)
 			bufferevent_enable(b, EV_READ);
 		if ((s & CONN_SUSP_WRITE(i)) && b != NULL)
 			bufferevent_enable(b, EV_WRITE);
+		if ((s & CONN_SUSP_WRITE(i)) && c->bare)
+			egress_sink_arm(&c->sink[i]);
 		if ((s & CONN_SUSP_FAST(i)) && c->fast[i] != NULL)
 			event_add(c->fast[i], NULL);
 	}
@@ -722,6 +723,10 @@ conn_free(struct conn *c)
 		bufferevent_free(c->cbev);
 	if (c->ubev != NULL)
 		bufferevent_free(c->ubev);
+	for (int i = 0; c->bare && i < 2; i++) {
+		egress_sink_free(&c->sink[i]);
+		close(c->sink[i].fd);
+	}
 	free(c->fwd_head);
 	free(c->http);
 	free(c->guard);
@@ -741,16 +746,11 @@ conn_close(struct conn *c, enum egress_reason reason, const char *cause)
 		(void)conn_write_open(c);
 	if (conn_state_opened(c->state)) {
 		/* Count what reached each peer: bytes still queued never arrived. */
-		if (c->ubev != NULL) {
-			size_t q = evbuffer_get_length(bufferevent_get_output(c->ubev));
+		size_t q = conn_queued(c, 1);
 
-			c->bytes_up -= q < c->bytes_up ? q : c->bytes_up;
-		}
-		if (c->cbev != NULL) {
-			size_t q = evbuffer_get_length(bufferevent_get_output(c->cbev));
-
-			c->bytes_down -= q < c->bytes_down ? q : c->bytes_down;
-		}
+		c->bytes_up -= q < c->bytes_up ? q : c->bytes_up;
+		q = conn_queued(c, 0);
+		c->bytes_down -= q < c->bytes_down ? q : c->bytes_down;
 		conn_receipt_base(c, &r, RECEIPT_CLOSE);
 		r.reason = reason;
 		r.close = cause ? cause : "error";

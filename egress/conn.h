@@ -19,6 +19,7 @@
 #define EGRESS_CONN_H
 
 #include "egressd.h"
+#include "splice.h"
 #include "tls.h"
 
 /*
@@ -45,7 +46,8 @@ enum conn_state {
 	                              * (a hello passed, or the server spoke first) */
 	CS_RELAY,                    /* open; the bufferevents copy (forwarding, or until the
 	                              * fast relay starts) */
-	CS_FAST,                     /* open; the fast relay's own reads copy (fast[]) */
+	CS_FAST,                     /* open; the fast relay's own reads copy (fast[]), its
+	                              * sinks write (sink[]): no bufferevent is left */
 	CS_DRAIN,                    /* an error answer is being written, then close */
 	CS_COUNT,
 	CS_REFUSED = CS_COUNT,       /* the table's "no such transition" */
@@ -202,6 +204,11 @@ struct conn {
 	 * other side's output is empty (CONNECT and SOCKS tunnels, once the guard is done).
 	 * Made by conn_install on the way into CS_FAST, and only then. */
 	struct event *fast[2];       /* read events: [0] client, [1] upstream */
+	/* From conn_fast_start on (bare), the sockets' write sides without the bufferevents,
+	 * which are freed then (cbev and ubev NULL): [0] client, [1] upstream. Their queues
+	 * exist only while bytes wait (common/splice.c). */
+	struct egress_sink sink[2];
+	bool bare;
 	/* SNI guard: allocated while it inspects (CS_GUARD, CS_GUARD_OPEN), freed when it ends. */
 	struct conn_guard *guard;
 	char *sni;                   /* the server_name of the first ClientHello */
@@ -214,6 +221,11 @@ struct conn {
 };
 
 enum conn_held { CONN_HELD_NONE, CONN_HELD_WAIT, CONN_HELD_EOF };
+
+/* What conn_hold and conn_hold_suspend turned off (c->suspended). */
+#define CONN_SUSP_READ(i)  (0x01u << (i))       /* 0 cbev, 1 ubev */
+#define CONN_SUSP_WRITE(i) (0x04u << (i))       /* their writes, or the sinks' (bare) */
+#define CONN_SUSP_FAST(i)  (0x10u << (i))       /* c->fast[i] */
 
 /* A request head being received: the parser's state and the request it fills. */
 struct conn_http {
@@ -301,6 +313,8 @@ void conn_relay_event(struct bufferevent *bev, short what, void *arg);
 /* A side that saw EOF and is delivered: shut the other way; both done: close. */
 void conn_propagate_eof(struct conn *c);
 void conn_fast_start(struct conn *c);
+/* What waits for side i (0 client, 1 upstream): its bufferevent's output, or its sink's. */
+size_t conn_queued(const struct conn *c, int i);
 void conn_fast_read(evutil_socket_t fd, short what, void *arg);
 void conn_idle_check(struct conn *c);
 

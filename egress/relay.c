@@ -47,7 +47,7 @@ conn_maybe_finish(struct conn *c)
 	}
 	/* Forwarding: the response is complete when the upstream closes and it is flushed. */
 	if (c->fe == FE_HTTP_FORWARD && conn_halves_eof(&c->halves, CD_DOWN) &&
-	    evbuffer_get_length(bufferevent_get_output(c->cbev)) == 0)
+	    conn_queued(c, 0) == 0)
 		conn_close(c, EGRESS_ALLOWED, conn_halves_first_eof(&c->halves));
 }
 
@@ -59,11 +59,25 @@ conn_half_eof(struct conn *c, enum conn_dir d)
 	conn_propagate_eof(c);
 }
 
-/* Shuts dst's write half once direction d saw EOF and everything it read is delivered. */
-static void
-conn_half_shut(struct conn *c, enum conn_dir d, bool may, struct bufferevent *dst)
+size_t
+conn_queued(const struct conn *c, int i)
 {
-	bool shut = false;
+	const struct bufferevent *b = i == 0 ? c->cbev : c->ubev;
+
+	if (c->bare)
+		return egress_sink_len(&c->sink[i]);
+	return b != NULL ? evbuffer_get_length(bufferevent_get_output((struct bufferevent *)b)) : 0;
+}
+
+/*
+ * Shuts the other side's write half once direction d saw EOF and everything it read is
+ * delivered: the upstream's (side 1) for CD_UP, the client's (side 0) for CD_DOWN.
+ */
+static void
+conn_half_shut(struct conn *c, enum conn_dir d, bool may)
+{
+	int i = d == CD_UP ? 1 : 0;
+	struct bufferevent *dst = i == 1 ? c->ubev : c->cbev;
 
 	if (!may || conn_halves_get(&c->halves, d) != CH_EOF_SEEN)
 		return;
@@ -71,21 +85,25 @@ conn_half_shut(struct conn *c, enum conn_dir d, bool may, struct bufferevent *ds
 		c->shut_skipped = true; /* after the acknowledgement (conn_release_finish) */
 		return;
 	}
+	if (conn_queued(c, i) != 0)
+		return;                 /* the write callback comes back once it is delivered */
 	/*
 	 * The last half: the close that follows at once (conn_maybe_finish) ends dst's side
 	 * with its FIN, and nothing is unread on dst, whose own direction read to its end: one
 	 * shutdown(2) fewer a tunnel. Not through TLS to a parent (close_notify first).
 	 */
 	if (!c->parent_tls &&
-	    conn_halves_get(&c->halves, d == CD_UP ? CD_DOWN : CD_UP) == CH_SHUT_SENT &&
-	    evbuffer_get_length(bufferevent_get_output(dst)) == 0) {
+	    conn_halves_get(&c->halves, d == CD_UP ? CD_DOWN : CD_UP) == CH_SHUT_SENT) {
 		conn_half_step(c, d, CHE_SHUT);
 		return;
 	}
-	if (evbuffer_get_length(bufferevent_get_output(dst)) == 0)
+	if (c->bare) {
+		shutdown(c->sink[i].fd, SHUT_WR);
+	} else {
 		conn_parent_tls_shut(c, dst);   /* TLS to a parent: close_notify first */
-	if (egress_splice_shut(true, &shut, dst))
-		conn_half_step(c, d, CHE_SHUT);
+		shutdown(bufferevent_getfd(dst), SHUT_WR);
+	}
+	conn_half_step(c, d, CHE_SHUT);
 }
 
 /* Half-close: once everything from the closed side is delivered, shut the other way. */
@@ -93,8 +111,8 @@ void
 conn_propagate_eof(struct conn *c)
 {
 	/* A forwarded request's upload ends with its body (framing), not the client's EOF. */
-	conn_half_shut(c, CD_UP, c->fe != FE_HTTP_FORWARD, c->ubev);
-	conn_half_shut(c, CD_DOWN, true, c->cbev);
+	conn_half_shut(c, CD_UP, c->fe != FE_HTTP_FORWARD);
+	conn_half_shut(c, CD_DOWN, true);
 	conn_maybe_finish(c);
 }
 
@@ -233,7 +251,7 @@ conn_relay_write(struct bufferevent *dst, void *arg)
 	struct bufferevent *src = to_up ? c->cbev : c->ubev;
 	bool src_eof = conn_halves_eof(&c->halves, to_up ? CD_UP : CD_DOWN);
 
-	egress_splice_resume(dst);
+	bufferevent_setwatermark(dst, EV_WRITE, 0, 0);     /* the pause (conn_relay_move) is over */
 	if (!src_eof && !(to_up && conn_forward_done(c))) {
 		if (c->state == CS_FAST)
 			event_add(c->fast[to_up ? 0 : 1], NULL);
@@ -248,8 +266,10 @@ conn_relay_write(struct bufferevent *dst, void *arg)
  * 2.1 reads at most 4 KiB per call (EVBUFFER_MAX_READ), a syscall and a wake-up per page
  * of a bulk tunnel; here each read takes up to the relay bound into one scratch buffer,
  * and goes straight to the other socket when nothing is queued there. What does not fit
- * is queued in the other side's bufferevent, whose bound pauses this side exactly as
- * before. Every byte moved is counted (conn_account: receipt, byte quota, idle stamp).
+ * waits in the other side's sink, whose bound pauses this side as a bufferevent's did.
+ * Every byte moved is counted (conn_account: receipt, byte quota, idle stamp).
+ * The bufferevents are gone by then (conn_fast_start): an idle tunnel holds its struct
+ * conn, three events and two sinks without queues (bench/README.md has the figures).
  */
 static uint8_t conn_scratch[EGRESSD_RELAY_BUF];
 
@@ -258,11 +278,11 @@ void
 conn_fast_read(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
-	bool up = fd == bufferevent_getfd(c->cbev);
+	bool up = fd == c->sink[0].fd;
 	size_t n;
 
 	(void)what;
-	switch (egress_splice_read(fd, c->fast[up ? 0 : 1], up ? c->ubev : c->cbev, conn_scratch,
+	switch (egress_splice_read(fd, c->fast[up ? 0 : 1], &c->sink[up ? 1 : 0], conn_scratch,
 	    EGRESSD_RELAY_BUF, &n)) {
 	case EGRESS_SPLICE_MOVED:
 		(void)conn_account(c, up, n);
@@ -281,6 +301,70 @@ conn_fast_read(evutil_socket_t fd, short what, void *arg)
 		    (up ? "upstream-reset" : "client-reset") : "error");
 		break;
 	}
+}
+
+/*
+ * A sink's write event (CS_FAST): what waits leaves; once half of the bound is left, the
+ * reader that feeds it goes on (it paused at the bound); once nothing is, a half-close
+ * that waited for it goes on. A write error ends the tunnel like a bufferevent's did.
+ */
+static void
+conn_sink_write(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	bool to_up = fd == c->sink[1].fd;
+	struct egress_sink *dst = &c->sink[to_up ? 1 : 0];
+
+	(void)what;
+	switch (egress_sink_flush(dst, EGRESSD_RELAY_BUF)) {
+	case EGRESS_SPLICE_SEND_ERROR:
+		conn_close(c, EGRESS_ALLOWED, errno == EPIPE || errno == ECONNRESET ?
+		    (to_up ? "upstream-reset" : "client-reset") : "error");
+		return;
+	case EGRESS_SPLICE_AGAIN:
+		return;
+	default:
+		break;
+	}
+	if (egress_sink_len(dst) <= EGRESSD_RELAY_BUF / 2 &&
+	    !conn_halves_eof(&c->halves, to_up ? CD_UP : CD_DOWN))
+		event_add(c->fast[to_up ? 0 : 1], NULL);
+	conn_propagate_eof(c);
+}
+
+/*
+ * RELAY -fast-> FAST without the bufferevents: each side's socket goes to a sink, with
+ * what its bufferevent still had to write (a held answer), armed unless the hold turned
+ * that write off (conn_resume arms it then). The bufferevents let go of their sockets
+ * first (bufferevent_setfd -1: their events are deleted and their close-on-free has
+ * nothing left to close; conn_free closes the sinks' sockets from now on), and a socket
+ * bufferevent keeps its output's front frozen outside its own write callback: unfrozen
+ * here so that the bytes can move. False: no memory for a queue, the tunnel closed.
+ */
+static bool
+conn_go_bare(struct conn *c)
+{
+	struct bufferevent *b[2] = { c->cbev, c->ubev };
+	bool ok = true;
+
+	for (int i = 0; i < 2; i++) {
+		egress_sink_init(&c->sink[i], bufferevent_getfd(b[i]), egressd_base,
+		    conn_sink_write, c);
+		bufferevent_setfd(b[i], -1);
+		evbuffer_unfreeze(bufferevent_get_output(b[i]), 1);
+	}
+	c->bare = true;
+	for (int i = 0; ok && i < 2; i++)
+		ok = egress_sink_take(&c->sink[i], bufferevent_get_output(b[i]),
+		    !(c->suspended & CONN_SUSP_WRITE(i))) == 0;
+	if (!ok) {
+		conn_close(c, EGRESS_ALLOWED, "error");
+		return false;
+	}
+	for (int i = 0; i < 2; i++)
+		bufferevent_free(b[i]);
+	c->cbev = c->ubev = NULL;
+	return true;
 }
 
 /*
@@ -304,11 +388,11 @@ conn_fast_start(struct conn *c)
 	if (c->parent_tls)
 		return;
 	conn_transition(c, CE_FAST);
-	if (!conn_halves_eof(&c->halves, CD_UP) &&
-	    evbuffer_get_length(bufferevent_get_output(c->ubev)) < EGRESSD_RELAY_BUF)
+	if (!conn_go_bare(c))
+		return;
+	if (!conn_halves_eof(&c->halves, CD_UP) && conn_queued(c, 1) < EGRESSD_RELAY_BUF)
 		event_add(c->fast[0], NULL);
-	if (!conn_halves_eof(&c->halves, CD_DOWN) &&
-	    evbuffer_get_length(bufferevent_get_output(c->cbev)) < EGRESSD_RELAY_BUF)
+	if (!conn_halves_eof(&c->halves, CD_DOWN) && conn_queued(c, 0) < EGRESSD_RELAY_BUF)
 		event_add(c->fast[1], NULL);
 }
 

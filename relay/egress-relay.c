@@ -49,7 +49,6 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 
 #include "common.h"
@@ -67,7 +66,8 @@
 #define RELAY_MAX_BUFFER (16 * 1024 * 1024)
 
 struct relay_conn {
-	struct bufferevent *client, *egress;   /* their output side: what is queued */
+	struct egress_sink out[2];             /* the sockets' write sides (common/splice.c):
+	                                        * [0] client, [1] egress */
 	struct event *rd[2];                   /* our reads: [0] client, [1] egress */
 	bool client_eof, egress_eof;
 	bool client_shut, egress_shut;
@@ -139,7 +139,7 @@ relay_free(struct relay_conn *rc)
 	if (rc->reply_need > 0) {
 		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
 
-		setsockopt(bufferevent_getfd(rc->client), SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		setsockopt(rc->out[0].fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	}
 	if (rc->prev)
 		rc->prev->next = rc->next;
@@ -150,9 +150,10 @@ relay_free(struct relay_conn *rc)
 	for (int i = 0; i < 2; i++)
 		if (rc->rd[i] != NULL)
 			event_free(rc->rd[i]);
-	bufferevent_free(rc->client);
-	if (rc->egress)
-		bufferevent_free(rc->egress);
+	for (int i = 0; i < 2; i++) {
+		egress_sink_free(&rc->out[i]);
+		close(rc->out[i].fd);
+	}
 	free(rc);
 	nconns--;
 }
@@ -168,8 +169,8 @@ relay_maybe_done(struct relay_conn *rc)
 static void
 relay_propagate(struct relay_conn *rc)
 {
-	(void)egress_splice_shut(rc->client_eof, &rc->egress_shut, rc->egress);
-	(void)egress_splice_shut(rc->egress_eof, &rc->client_shut, rc->client);
+	(void)egress_splice_shut(rc->client_eof, &rc->egress_shut, &rc->out[1]);
+	(void)egress_splice_shut(rc->egress_eof, &rc->client_shut, &rc->out[0]);
 	relay_maybe_done(rc);
 }
 
@@ -183,8 +184,8 @@ static void
 relay_read(evutil_socket_t fd, short what, void *arg)
 {
 	struct relay_conn *rc = arg;
-	bool from_client = fd == bufferevent_getfd(rc->client);
-	struct bufferevent *dst = from_client ? rc->egress : rc->client;
+	bool from_client = fd == rc->out[0].fd;
+	struct egress_sink *dst = &rc->out[from_client ? 1 : 0];
 	struct event *ev = rc->rd[from_client ? 0 : 1];
 	size_t n;
 	int32_t code = 0;
@@ -229,24 +230,28 @@ relay_read(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/* A sink's write event: what waits there leaves; once half of the bound is left, the
+ * side that feeds it reads again; once nothing is, a pending half-close goes on. */
 static void
-relay_write(struct bufferevent *dst, void *arg)
+relay_write(evutil_socket_t fd, short what, void *arg)
 {
 	struct relay_conn *rc = arg;
-	bool to_egress = dst == rc->egress;
+	bool to_egress = fd == rc->out[1].fd;
+	struct egress_sink *dst = &rc->out[to_egress ? 1 : 0];
 
-	egress_splice_resume(dst);
-	if (!(to_egress ? rc->client_eof : rc->egress_eof))
+	(void)what;
+	switch (egress_sink_flush(dst, buffer_max)) {
+	case EGRESS_SPLICE_SEND_ERROR:
+		relay_free(rc);
+		return;
+	case EGRESS_SPLICE_AGAIN:
+		return;
+	default:
+		break;
+	}
+	if (egress_sink_len(dst) <= buffer_max / 2 && !(to_egress ? rc->client_eof : rc->egress_eof))
 		event_add(rc->rd[to_egress ? 0 : 1], NULL);
 	relay_propagate(rc);
-}
-
-static void
-relay_event(struct bufferevent *bev, short what, void *arg)
-{
-	(void)bev;
-	if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF))
-		relay_free(arg);
 }
 
 /* Connects to the pinned socket: never by its path, always through the pinned inode. */
@@ -336,34 +341,25 @@ relay_accept_cb(evutil_socket_t lfd, short what, void *arg)
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		rc = xcalloc(1, sizeof(*rc));
-		rc->client = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
-		rc->egress = bufferevent_socket_new(base, efd, BEV_OPT_CLOSE_ON_FREE);
-		if (rc->client == NULL || rc->egress == NULL) {
-			if (rc->client)
-				bufferevent_free(rc->client);
-			else
-				close(fd);
-			if (rc->egress)
-				bufferevent_free(rc->egress);
-			else
-				close(efd);
+		egress_sink_init(&rc->out[0], fd, base, relay_write, rc);
+		egress_sink_init(&rc->out[1], efd, base, relay_write, rc);
+		rc->rd[0] = event_new(base, fd, EV_READ | EV_PERSIST, relay_read, rc);
+		rc->rd[1] = event_new(base, efd, EV_READ | EV_PERSIST, relay_read, rc);
+		/* The request first (the client's bytes follow it unread): queued, written once
+		 * egressd's socket is writable. */
+		if (rc->rd[0] == NULL || rc->rd[1] == NULL || (transparent &&
+		    egress_sink_queue(&rc->out[1], req, reqlen, true) == -1)) {
+			for (int k = 0; k < 2; k++)
+				if (rc->rd[k] != NULL)
+					event_free(rc->rd[k]);
+			egress_sink_free(&rc->out[1]);
+			close(fd);
+			close(efd);
 			free(rc);
 			continue;
 		}
-		/* The bufferevents only write; reads are ours (relay_read). */
-		bufferevent_setcb(rc->client, NULL, relay_write, relay_event, rc);
-		bufferevent_setcb(rc->egress, NULL, relay_write, relay_event, rc);
-		bufferevent_set_max_single_write(rc->client, buffer_max);
-		bufferevent_set_max_single_write(rc->egress, buffer_max);
-		bufferevent_enable(rc->client, EV_WRITE);
-		bufferevent_enable(rc->egress, EV_WRITE);
-		if (transparent) {
-			/* The request first; the client's bytes follow it unread. */
-			bufferevent_write(rc->egress, req, reqlen);
+		if (transparent)
 			rc->reply_need = sizeof(rc->reply);
-		}
-		rc->rd[0] = event_new(base, fd, EV_READ | EV_PERSIST, relay_read, rc);
-		rc->rd[1] = event_new(base, efd, EV_READ | EV_PERSIST, relay_read, rc);
 		event_add(rc->rd[0], NULL);
 		event_add(rc->rd[1], NULL);
 		rc->next = conns;
