@@ -144,6 +144,7 @@ egress_splice_read(int fd, struct event *rd, struct egress_sink *dst, uint8_t *s
 		}
 	}
 	if (w < r && egress_sink_queue(dst, scratch + w, (size_t)(r - w), true) == -1) {
+		*n = (size_t)w;         /* what reached dst's socket before the queue failed */
 		errno = ENOMEM;
 		return EGRESS_SPLICE_SEND_ERROR;
 	}

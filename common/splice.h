@@ -66,7 +66,8 @@ void egress_sink_free(struct egress_sink *s);
  * One read of fd (the source; rd its reader event) of at most bound less what dst queues,
  * into scratch (bound bytes), sent straight to dst's socket when nothing waits there; the
  * rest waits in dst (armed). A queue at the bound pauses rd (event_del): the owner's wr
- * callback adds it again once half of it left.
+ * callback adds it again once half of it left. *n: the bytes read (MOVED), or, on a
+ * SEND_ERROR of ENOMEM, the bytes sent before the queue failed (0 on any other error).
  */
 enum egress_splice_res egress_splice_read(int fd, struct event *rd, struct egress_sink *dst,
     uint8_t *scratch, size_t bound, size_t *n);

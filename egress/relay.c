@@ -62,11 +62,11 @@ conn_half_eof(struct conn *c, enum conn_dir d)
 size_t
 conn_queued(const struct conn *c, int i)
 {
-	const struct bufferevent *b = i == 0 ? c->cbev : c->ubev;
+	struct bufferevent *b = i == 0 ? c->cbev : c->ubev;
+	size_t q = c->bare ? egress_sink_len(&c->sink[i]) : 0;
 
-	if (c->bare)
-		return egress_sink_len(&c->sink[i]);
-	return b != NULL ? evbuffer_get_length(bufferevent_get_output((struct bufferevent *)b)) : 0;
+	/* Both while conn_go_bare moves one into the other (or failed to). */
+	return q + (b != NULL ? evbuffer_get_length(bufferevent_get_output(b)) : 0);
 }
 
 /*
@@ -251,13 +251,10 @@ conn_relay_write(struct bufferevent *dst, void *arg)
 	struct bufferevent *src = to_up ? c->cbev : c->ubev;
 	bool src_eof = conn_halves_eof(&c->halves, to_up ? CD_UP : CD_DOWN);
 
+	/* The bufferevents' own copy only (CS_FAST has none left: its sinks write). */
 	bufferevent_setwatermark(dst, EV_WRITE, 0, 0);     /* the pause (conn_relay_move) is over */
-	if (!src_eof && !(to_up && conn_forward_done(c))) {
-		if (c->state == CS_FAST)
-			event_add(c->fast[to_up ? 0 : 1], NULL);
-		else
-			bufferevent_enable(src, EV_READ);
-	}
+	if (!src_eof && !(to_up && conn_forward_done(c)))
+		bufferevent_enable(src, EV_READ);
 	conn_propagate_eof(c);
 }
 
@@ -296,10 +293,16 @@ conn_fast_read(evutil_socket_t fd, short what, void *arg)
 		conn_close(c, EGRESS_ALLOWED, errno == ECONNRESET ?
 		    (up ? "client-reset" : "upstream-reset") : "error");
 		break;
-	case EGRESS_SPLICE_SEND_ERROR:
-		conn_close(c, EGRESS_ALLOWED, errno == EPIPE || errno == ECONNRESET ?
+	case EGRESS_SPLICE_SEND_ERROR: {
+		int e = errno;
+
+		/* Sent before a queue failed (no memory): delivered, so counted. */
+		if (n > 0 && !conn_account(c, up, n))
+			break;
+		conn_close(c, EGRESS_ALLOWED, e == EPIPE || e == ECONNRESET ?
 		    (up ? "upstream-reset" : "client-reset") : "error");
 		break;
+	}
 	}
 }
 
@@ -337,9 +340,11 @@ conn_sink_write(evutil_socket_t fd, short what, void *arg)
  * what its bufferevent still had to write (a held answer), armed unless the hold turned
  * that write off (conn_resume arms it then). The bufferevents let go of their sockets
  * first (bufferevent_setfd -1: their events are deleted and their close-on-free has
- * nothing left to close; conn_free closes the sinks' sockets from now on), and a socket
- * bufferevent keeps its output's front frozen outside its own write callback: unfrozen
- * here so that the bytes can move. False: no memory for a queue, the tunnel closed.
+ * nothing left to close; conn_free closes the sinks' sockets from now on). Only then can
+ * the bytes move: a socket bufferevent keeps its output's front frozen outside its own
+ * write callback (a move before the setfd failed, EAGAIN); 2.1's setfd unfreezes it, and
+ * so does the unfreeze here, which does not rely on that. False: no memory for a queue,
+ * the tunnel closed (what stayed in a bufferevent counts as not delivered: conn_queued).
  */
 static bool
 conn_go_bare(struct conn *c)
