@@ -88,6 +88,16 @@ egress_sink_flush(struct egress_sink *s, size_t bound)
 	return EGRESS_SPLICE_MOVED;
 }
 
+enum egress_splice_res
+egress_sink_written(struct egress_sink *s, size_t bound, struct event *feeder, bool feeder_eof)
+{
+	enum egress_splice_res r = egress_sink_flush(s, bound);
+
+	if (r == EGRESS_SPLICE_MOVED && egress_sink_len(s) <= bound / 2 && !feeder_eof)
+		event_add(feeder, NULL);
+	return r;
+}
+
 bool
 egress_sink_disarm(struct egress_sink *s)
 {

@@ -56,6 +56,14 @@ int egress_sink_take(struct egress_sink *s, struct evbuffer *from, bool arm);
  * waits; once nothing does, q and wr are freed), AGAIN, or SEND_ERROR (errno).
  */
 enum egress_splice_res egress_sink_flush(struct egress_sink *s, size_t bound);
+/*
+ * The common part of wr's callback: the flush, then, once half the bound or less waits,
+ * the reader that feeds s (feeder, paused at the bound by egress_splice_read) is added
+ * again, unless its source ended (feeder_eof). Returns the flush's result: on MOVED the
+ * owner goes on with a half-close that waited; on SEND_ERROR it ends the connection.
+ */
+enum egress_splice_res egress_sink_written(struct egress_sink *s, size_t bound,
+    struct event *feeder, bool feeder_eof);
 /* A hold: wr off (true when it was on), and on again. */
 bool egress_sink_disarm(struct egress_sink *s);
 void egress_sink_arm(struct egress_sink *s);

@@ -319,20 +319,18 @@ conn_sink_write(evutil_socket_t fd, short what, void *arg)
 	struct egress_sink *dst = &c->sink[to_up ? 1 : 0];
 
 	(void)what;
-	switch (egress_sink_flush(dst, EGRESSD_RELAY_BUF)) {
+	switch (egress_sink_written(dst, EGRESSD_RELAY_BUF, c->fast[to_up ? 0 : 1],
+	    conn_halves_eof(&c->halves, to_up ? CD_UP : CD_DOWN))) {
 	case EGRESS_SPLICE_SEND_ERROR:
 		conn_close(c, EGRESS_ALLOWED, errno == EPIPE || errno == ECONNRESET ?
 		    (to_up ? "upstream-reset" : "client-reset") : "error");
 		return;
-	case EGRESS_SPLICE_AGAIN:
+	case EGRESS_SPLICE_MOVED:
+		conn_propagate_eof(c);
 		return;
 	default:
-		break;
+		return;
 	}
-	if (egress_sink_len(dst) <= EGRESSD_RELAY_BUF / 2 &&
-	    !conn_halves_eof(&c->halves, to_up ? CD_UP : CD_DOWN))
-		event_add(c->fast[to_up ? 0 : 1], NULL);
-	conn_propagate_eof(c);
 }
 
 /*

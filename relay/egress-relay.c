@@ -240,17 +240,16 @@ relay_write(evutil_socket_t fd, short what, void *arg)
 	struct egress_sink *dst = &rc->out[to_egress ? 1 : 0];
 
 	(void)what;
-	switch (egress_sink_flush(dst, buffer_max)) {
+	switch (egress_sink_written(dst, buffer_max, rc->rd[to_egress ? 0 : 1],
+	    to_egress ? rc->client_eof : rc->egress_eof)) {
 	case EGRESS_SPLICE_SEND_ERROR:
 		relay_free(rc);
 		return;
-	case EGRESS_SPLICE_AGAIN:
-		return;
-	default:
+	case EGRESS_SPLICE_MOVED:
 		break;
+	default:
+		return;
 	}
-	if (egress_sink_len(dst) <= buffer_max / 2 && !(to_egress ? rc->client_eof : rc->egress_eof))
-		event_add(rc->rd[to_egress ? 0 : 1], NULL);
 	relay_propagate(rc);
 }
 

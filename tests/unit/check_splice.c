@@ -311,6 +311,21 @@ START_TEST(test_flush_bounded)
 }
 END_TEST
 
+/* The write callback's common part: the feeder reads again once half the bound is left. */
+START_TEST(test_written_resumes_feeder)
+{
+	ck_assert_int_eq(egress_sink_queue(&sink, "ab", 2, false), 0);
+	event_del(rd);                                           /* paused at the bound */
+	ck_assert_int_eq(egress_sink_written(&sink, 64, rd, true), EGRESS_SPLICE_MOVED);
+	ck_assert(!event_pending(rd, EV_READ, NULL));            /* its source ended: not */
+	ck_assert_uint_eq(drain_peer(), 2);
+	ck_assert_int_eq(egress_sink_queue(&sink, "cd", 2, false), 0);
+	ck_assert_int_eq(egress_sink_written(&sink, 64, rd, false), EGRESS_SPLICE_MOVED);
+	ck_assert(event_pending(rd, EV_READ, NULL));
+	ck_assert_ptr_null(sink.q);
+}
+END_TEST
+
 static Suite *
 splice_suite(void)
 {
@@ -331,6 +346,7 @@ splice_suite(void)
 		{ "a hold disarms the write", test_hold_disarms },
 		{ "take moves a bufferevent's output", test_take },
 		{ "a flush is bounded", test_flush_bounded },
+		{ "the write resumes the feeder at half the bound", test_written_resumes_feeder },
 	};
 
 	for (size_t i = 0; i < NELEM(cases); i++) {
