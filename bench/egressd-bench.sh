@@ -255,10 +255,23 @@ declare -A BULK_R BULKF_R SEQ_R PAR_R IDLE_R GIB_R SETUP_R
 # CPU ticks of processes ($1: pids) and their reaped children (socat forks one per
 # connection).
 ticks() {
-	local v= p t
+	local v="" p t
 
 	for p in $1; do
 		t=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk '{ print $12 + $13 + $14 + $15 }')
+		[ -n "$t" ] || { v=; break; }
+		v=$(( ${v:-0} + t ))
+	done
+	echo "${v:--}"
+}
+
+# Context switches (voluntary and not) of processes ($1: pids), added up.
+switches() {
+	local v="" p t
+
+	for p in $1; do
+		t=$(awk '/^(voluntary|nonvoluntary)_ctxt_switches:/ { s += $2 } END { print s }' \
+		    "/proc/$p/status" 2>/dev/null)
 		[ -n "$t" ] || { v=; break; }
 		v=$(( ${v:-0} + t ))
 	done
@@ -374,8 +387,19 @@ if [ -n "${PATHOF[egressd]:-}" ] && [ -r "$HELLO" ]; then
 			pin 0 "${PIDOF[egressd]}"
 			WRAP=(taskset -c 0)
 		fi
+		m0=$(ticks "$EGRESSD_PID") e0=$(ticks "${ENGINE_PID:-}") w0=$(switches "$EGRESSD_PID")
+		x0=$(switches "${ENGINE_PID:-}")
 		SNI_SEQ[$mode]=$(measure per_s setups -p "$spath" -t "$HELLO_NAME:$UP" -n "$SEQ" -c 1 \
 		    -P "$HELLO" -T "$(cap 60)")
+		if [ "$mode" = match ] && [ -n "${ENGINE_PID:-}" ]; then
+			# Where a guarded setup's CPU goes: the monitor's share, the engine's.
+			G_MON=$(per "$m0" "$(ticks "$EGRESSD_PID")" "$SEQ" 1000000)
+			G_ENG=$(per "$e0" "$(ticks "$ENGINE_PID")" "$SEQ" 1000000)
+			G_MONX=$(awk -v a="$w0" -v b="$(switches "$EGRESSD_PID")" -v n="$SEQ" \
+			    'BEGIN { printf "%.1f", (b - a) / n }')
+			G_ENGX=$(awk -v a="$x0" -v b="$(switches "$ENGINE_PID")" -v n="$SEQ" \
+			    'BEGIN { printf "%.1f", (b - a) / n }')
+		fi
 		if [ "$PIN" = 1 ]; then
 			pin "$ALLCPUS" "${PIDOF[egressd]}"
 			WRAP=()
@@ -389,8 +413,12 @@ if [ -n "${PATHOF[egressd]:-}" ] && [ -r "$HELLO" ]; then
 			pin 0 "${PIDOF[haproxy]}"
 			WRAP=(taskset -c 0)
 		fi
+		h0=$(ticks "${PIDOF[haproxy]}") w0=$(switches "${PIDOF[haproxy]}")
 		SNI_SEQ[haproxy]=$(measure per_s setups -p "${PATHOF[haproxy]}" -t "$TARGET" -n "$SEQ" \
 		    -c 1 -P "$HELLO" -T "$(cap 60)")
+		G_HA=$(per "$h0" "$(ticks "${PIDOF[haproxy]}")" "$SEQ" 1000000)
+		G_HAX=$(awk -v a="$w0" -v b="$(switches "${PIDOF[haproxy]}")" -v n="$SEQ" \
+		    'BEGIN { printf "%.1f", (b - a) / n }')
 		if [ "$PIN" = 1 ]; then
 			pin "$ALLCPUS" "${PIDOF[haproxy]}"
 			WRAP=()
@@ -399,6 +427,15 @@ if [ -n "${PATHOF[egressd]:-}" ] && [ -r "$HELLO" ]; then
 		    -c "$CONC" -P "$HELLO" -T "$(cap 60)")
 	fi
 fi
+
+# --- bulk through 8 tunnels at once (issue 17), unpinned ---------------------------------
+declare -A BULK8_R
+BULK8=${BENCH_BULK8:-128M}
+for n in direct egressd haproxy; do
+	[ -n "${PATHOF[$n]:-}" ] || continue
+	BULK8_R[$n]=$(measure best_mibps bulk -p "${PATHOF[$n]}" -t "$TARGET" -n "$BULK8" \
+	    -r "$ROUNDS" -c 8 -T "$(cap 60)")
+done
 
 # --- privilege separation, the two builds in turn (issue 13) -----------------------------
 # One measurement of each, minutes apart, is at the mercy of the VM's drift (the base's own
@@ -576,6 +613,12 @@ if [ -n "${SNI_SEQ[haproxy]:-}" ]; then
 	printf '  haproxy with the ClientHello: %s/s seq, %s/s %s-way\n' \
 	    "${SNI_SEQ[haproxy]}" "${SNI_PAR[haproxy]}" "$CONC"
 fi
+printf '  CPU per guarded setup (seq, %s): engine %s us, monitor %s us; haproxy %s us\n' \
+    "$ONE" "${G_ENG:--}" "${G_MON:--}" "${G_HA:--}"
+printf '  context switches per guarded setup: engine %s, monitor %s; haproxy %s\n' \
+    "${G_ENGX:--}" "${G_MONX:--}" "${G_HAX:--}"
+printf '  bulk through 8 tunnels at once (%s each, unpinned): direct %s, egressd %s, haproxy %s MiB/s\n' \
+    "$BULK8" "${BULK8_R[direct]:--}" "${BULK8_R[egressd]:--}" "${BULK8_R[haproxy]:--}"
 printf '  system calls per setup: egressd %s, haproxy %s;  per MiB of bulk: egressd %s, haproxy %s\n' \
     "${SC_SETUP[egressd]:--}" "${SC_SETUP[haproxy]:--}" "${SC_MIB[egressd]:--}" \
     "${SC_MIB[haproxy]:--}"
@@ -588,4 +631,6 @@ bench_target "17 CPU per setup egressd/haproxy" \
 bench_target "17 system calls per setup (egressd)" "${SC_SETUP[egressd]:-}" le 30
 bench_target "17 bulk egressd/haproxy ($ONE)" "$r_bulk" ge 1.30
 bench_target "17 chain relay+egressd/haproxy ($ONE)" "$r_cb" ge 1.00
+bench_target "17 bulk 8 tunnels egressd/haproxy" \
+    "$(ratio "${BULK8_R[egressd]:-}" "${BULK8_R[haproxy]:-}")" ge 1.20
 bench_target "17 idle egressd bytes per tunnel" "${IDLE_R[egressd]}" le 3072

@@ -4,6 +4,8 @@
  *   tcpbench serve [-a ADDR] [-T SECONDS] PORT   the upstream (PORT 0: the kernel picks)
  *   tcpbench freeport [COUNT]                    prints COUNT distinct free loopback ports
  *   tcpbench bulk   -p PATH [-t TARGET] [-n BYTES] [-r ROUNDS] [-d down|up] [-T SECONDS]
+ *                   [-c TUNNELS]               TUNNELS > 1: that many tunnels at once
+ *                                              (down only), BYTES each, the rate of all
  *   tcpbench setups -p PATH [-t TARGET] [-n COUNT] [-c CONCURRENCY] [-T SECONDS] [-P FILE]
  *   tcpbench idle   -p PATH [-t TARGET] [-n COUNT] [-c CONCURRENCY] [-T SECONDS] [-H SECONDS]
  *   tcpbench ask    -u FILE -q NAME              prints the A answer of egressd's EGR1 DNS
@@ -74,6 +76,7 @@
 #define TB_MAX_IDLE 200000ULL             /* idle tunnels in one run */
 #define TB_MAX_ROUNDS 100
 #define TB_MAX_BYTES (1ULL << 40)         /* 1 TiB per bulk round */
+#define TB_BULK_TUNNELS 64                /* bulk -c: tunnels at once */
 #define TB_MAX_SECONDS 86400.0
 #define TB_SERVE_EVENTS 256               /* events per epoll_wait */
 #define TB_SERVE_ACCEPTS 64               /* accepts per wakeup of the listener */
@@ -105,7 +108,7 @@ tb_usage(void)
 	fprintf(stderr,
 	    "usage: tcpbench serve [-a ADDR] [-T SECONDS] PORT\n"
 	    "       tcpbench freeport [COUNT]\n"
-	    "       tcpbench bulk -p PATH [-t TARGET] [-n BYTES] [-r ROUNDS] [-d down|up] "
+	    "       tcpbench bulk -p PATH [-t TARGET] [-n BYTES] [-r ROUNDS] [-d down|up] [-c N] "
 	    "[-T SECONDS]\n"
 	    "       tcpbench setups -p PATH [-t TARGET] [-n COUNT] [-c CONCURRENCY] [-P FILE] "
 	    "[-T SECONDS]\n"
@@ -887,11 +890,87 @@ tb_bulk_round(const struct tb_path *path, const char *target, uint64_t bytes, bo
 	return (double)bytes / (1024.0 * 1024.0) / dt;
 }
 
+/*
+ * One round over several tunnels at once, each its own BYTES down: fresh tunnels (their
+ * setups not timed), every head sent, then the bytes of all as they come (poll). MiB/s of
+ * all together, from the first head to the last byte.
+ */
+static double
+tb_bulk_many(const struct tb_path *path, const char *target, uint64_t bytes, size_t ntun,
+    double seconds)
+{
+	struct pollfd pfd[TB_BULK_TUNNELS];
+	uint64_t got[TB_BULK_TUNNELS];
+	uint8_t head[TB_BULK_HEAD];
+	size_t left = ntun;
+	double t0, dt, deadline = 0;
+
+	for (size_t i = 0; i < ntun; i++) {
+		struct tb_run r;
+
+		tb_run_init(&r, path, target, GOAL_HANDOFF, 1, 1, seconds);
+		tb_run_loop(&r);
+		pfd[i].fd = r.ready_fd;
+		pfd[i].events = POLLIN;
+		pfd[i].revents = 0;
+		got[i] = 0;
+		if (i == 0)
+			deadline = r.deadline;
+		tb_run_free(&r);
+	}
+	head[0] = TB_BULK_MAGIC;
+	head[1] = 'D';
+	tb_put_be64(head + 2, bytes);
+	t0 = tb_now();
+	for (size_t i = 0; i < ntun; i++)
+		tb_send_all(pfd[i].fd, head, sizeof(head), deadline, "the bulk head");
+	while (left > 0) {
+		int n;
+
+		if (tb_now() >= deadline)
+			tb_die("deadline passed in bulk data (%zu of %zu tunnels done)", ntun - left,
+			    ntun);
+		n = poll(pfd, (nfds_t)ntun, tb_wait_ms(deadline, 1000));
+		if (n < 0 && errno != EINTR)
+			tb_die("poll: %s", strerror(errno));
+		for (size_t i = 0; n > 0 && i < ntun; i++) {
+			uint64_t want;
+			ssize_t k;
+
+			if (pfd[i].fd < 0 || pfd[i].revents == 0)
+				continue;
+			want = bytes - got[i] < TB_IO_BUF ? bytes - got[i] : TB_IO_BUF;
+			k = recv(pfd[i].fd, tb_iobuf, (size_t)want, MSG_DONTWAIT);
+			if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+				continue;
+			if (k < 0)
+				tb_die("recv bulk data: %s", strerror(errno));
+			if (k == 0)
+				tb_die("%s: EOF after %" PRIu64 " of %" PRIu64 " bytes (tunnel %zu)",
+				    path->text, got[i], bytes, i);
+			got[i] += (uint64_t)k;
+			if (got[i] == bytes) {
+				pfd[i].fd = -pfd[i].fd - 1;     /* done: poll skips it */
+				left--;
+			}
+		}
+	}
+	dt = tb_now() - t0;
+	for (size_t i = 0; i < ntun; i++) {
+		int fd = -pfd[i].fd - 1;
+
+		if (tb_recv_some(fd, tb_iobuf, 1, deadline, "the end of bulk data") != 0)
+			tb_die("%s: more than %" PRIu64 " bytes came", path->text, bytes);
+		close(fd);
+	}
+	return (double)bytes * (double)ntun / (1024.0 * 1024.0) / dt;
+}
+
 static int
 tb_bulk(int argc, char **argv)
 {
 	const char *pathtext = NULL, *target = NULL;
-	uint64_t bytes = 1ULL << 30, rounds = 3;
+	uint64_t bytes = 1ULL << 30, rounds = 3, ntun = 1;
 	double seconds = 120, best = 0;
 	bool down = true;
 	struct tb_path path;
@@ -899,7 +978,7 @@ tb_bulk(int argc, char **argv)
 	size_t ll = 0;
 	int ch;
 
-	while ((ch = getopt(argc, argv, "p:t:n:r:d:T:")) != -1) {
+	while ((ch = getopt(argc, argv, "p:t:n:r:d:T:c:")) != -1) {
 		switch (ch) {
 		case 'p': pathtext = optarg; break;
 		case 't': target = optarg; break;
@@ -914,14 +993,17 @@ tb_bulk(int argc, char **argv)
 				tb_usage();
 			break;
 		case 'T': seconds = tb_seconds("-T", optarg); break;
+		case 'c': ntun = tb_number("-c", optarg, 1, TB_BULK_TUNNELS, false); break;
 		default: tb_usage();
 		}
 	}
-	if (pathtext == NULL || optind != argc)
+	if (pathtext == NULL || optind != argc || (ntun > 1 && !down))
 		tb_usage();
 	tb_path_parse(pathtext, &path);
 	for (uint64_t i = 0; i < rounds; i++) {
-		double mibps = tb_bulk_round(&path, target, bytes, down, seconds);
+		double mibps = ntun > 1 ?
+		    tb_bulk_many(&path, target, bytes, (size_t)ntun, seconds) :
+		    tb_bulk_round(&path, target, bytes, down, seconds);
 		int n;
 
 		if (mibps > best)
@@ -930,8 +1012,9 @@ tb_bulk(int argc, char **argv)
 		if (n > 0 && (size_t)n < sizeof(list) - ll)
 			ll += (size_t)n;
 	}
-	printf("bulk path=%s dir=%s bytes=%" PRIu64 " rounds=%" PRIu64 " best_mibps=%.1f "
-	    "mibps=%s\n", path.text, down ? "down" : "up", bytes, rounds, best, list);
+	printf("bulk path=%s dir=%s tunnels=%" PRIu64 " bytes=%" PRIu64 " rounds=%" PRIu64
+	    " best_mibps=%.1f mibps=%s\n", path.text, down ? "down" : "up", ntun, bytes, rounds,
+	    best, list);
 	return 0;
 }
 

@@ -186,17 +186,14 @@ conn_install(struct conn *c)
 		bufferevent_setwatermark(c->ubev, EV_READ, 0, EGRESSD_RELAY_BUF);
 		if (c->state != CS_FAST)
 			break;
-		/* The bufferevents read no more; conn_fast_start hands their sockets to sinks
-		 * and adds the read events once what they had read is delivered. */
-		bufferevent_disable(c->cbev, EV_READ);
-		bufferevent_disable(c->ubev, EV_READ);
-		c->fast[0] = event_new(egressd_base, bufferevent_getfd(c->cbev),
-		    EV_READ | EV_PERSIST, conn_fast_read, c);
-		c->fast[1] = event_new(egressd_base, bufferevent_getfd(c->ubev),
-		    EV_READ | EV_PERSIST, conn_fast_read, c);
-		break;
+		/* No reads into the bufferevents any more; conn_fast_start hands their sockets
+		 * to sinks and adds the read events (now the fast relay's) once what they had
+		 * read is delivered. */
+		conn_read_off(c, 0);
+		conn_read_off(c, 1);
+		return;
 	case CS_DRAIN:
-		bufferevent_disable(c->cbev, EV_READ);
+		conn_read_off(c, 0);
 		bufferevent_setcb(c->cbev, NULL, conn_drain_write, conn_client_event, c);
 		bufferevent_setwatermark(c->cbev, EV_WRITE, 0, 0);
 		break;
@@ -204,6 +201,7 @@ conn_install(struct conn *c)
 	default:
 		break;
 	}
+	conn_reads_recheck(c);          /* the read bounds may have changed */
 }
 
 /*
@@ -416,11 +414,12 @@ conn_hold_suspend(void)
 		for (int i = 0; i < 2; i++) {
 			struct bufferevent *b = conn_bev(c, i);
 
-			if (b != NULL && (bufferevent_get_enabled(b) & EV_READ)) {
-				bufferevent_disable(b, EV_READ);
+			if (b != NULL && conn_reading(c, i)) {
+				conn_read_off(c, i);
 				c->suspended |= CONN_SUSP_READ(i);
 			}
-			if (c->fast[i] != NULL && event_pending(c->fast[i], EV_READ, NULL)) {
+			if (c->bare && c->fast[i] != NULL &&
+			    event_pending(c->fast[i], EV_READ, NULL)) {
 				event_del(c->fast[i]);
 				c->suspended |= CONN_SUSP_FAST(i);
 			}
@@ -439,7 +438,7 @@ conn_resume(struct conn *c)
 		struct bufferevent *b = conn_bev(c, i);
 
 		if ((s & CONN_SUSP_READ(i)) && b != NULL)
-			bufferevent_enable(b, EV_READ);
+			conn_read_on(c, i);
 		if ((s & CONN_SUSP_WRITE(i)) && b != NULL)
 			bufferevent_enable(b, EV_WRITE);
 		if ((s & CONN_SUSP_WRITE(i)) && c->bare)
@@ -686,11 +685,15 @@ conn_accept(struct principal *p, int fd)
 		conn_free(c);
 		return;
 	}
+	if (!conn_own_reads(c, 0)) {
+		conn_free(c);
+		return;
+	}
 	conn_install(c);                /* CS_SNIFF */
 	/* Reading only: writing is enabled from the start (libevent's default), and enabling
 	 * it again would register the write event with nothing queued: a poll that wakes for
 	 * nothing and an epoll_ctl to take it back. bufferevent_write registers it. */
-	bufferevent_enable(c->cbev, EV_READ);
+	conn_read_on(c, 0);
 	conn_set_timer(c, (unsigned)conn_settings(c)->timeout_handshake);
 }
 

@@ -200,10 +200,13 @@ struct conn {
 	uint8_t *fwd_head;
 	size_t fwd_head_len;
 	struct http_framing framing;
-	/* The fast relay: our own reads, 64 KiB at a time, written through when the
-	 * other side's output is empty (CONNECT and SOCKS tunnels, once the guard is done).
-	 * Made by conn_install on the way into CS_FAST, and only then. */
+	/* Our own read event of each socket, made with its bufferevent (connread.c): into
+	 * the bufferevent's input until the fast relay, then the fast relay's own reads, 64
+	 * KiB at a time, written through when the other side's output is empty (CONNECT and
+	 * SOCKS tunnels, once the guard is done). NULL for an https parent's TLS. */
 	struct event *fast[2];       /* read events: [0] client, [1] upstream */
+	uint8_t rd_want;             /* sides whose reads are on (connread.c), before bare */
+	uint8_t rd_keep;             /* of the others, paused: event left registered */
 	/* From conn_fast_start on (bare), the sockets' write sides without the bufferevents,
 	 * which are freed then (cbev and ubev NULL): [0] client, [1] upstream. Their queues
 	 * exist only while bytes wait (common/splice.c). */
@@ -316,6 +319,16 @@ void conn_fast_start(struct conn *c);
 /* What waits for side i (0 client, 1 upstream): its bufferevent's output, or its sink's. */
 size_t conn_queued(const struct conn *c, int i);
 void conn_fast_read(evutil_socket_t fd, short what, void *arg);
+extern uint8_t conn_scratch[EGRESSD_RELAY_BUF];  /* the engine's one read buffer */
+
+/* connread.c: side i's reads (0 client, 1 upstream) before the fast relay, ours. */
+bool conn_own_reads(struct conn *c, int i);       /* makes c->fast[i]; false: no memory */
+void conn_read_on(struct conn *c, int i);
+void conn_read_off(struct conn *c, int i);
+void conn_read_pause(struct conn *c, int i);     /* off, the event left registered */
+bool conn_reading(const struct conn *c, int i);
+int conn_side(const struct conn *c, const struct bufferevent *b);
+void conn_reads_recheck(struct conn *c);          /* after the read bounds changed */
 void conn_idle_check(struct conn *c);
 
 #endif

@@ -375,7 +375,7 @@ conn_decide(struct conn *c)
 	struct addr_verdict v;
 
 	evtimer_del(c->timer);
-	bufferevent_disable(c->cbev, EV_READ);
+	conn_read_pause(c, 0);
 	if (egressd_stopping) {
 		conn_deny(c, EGRESS_SHUTDOWN, "egressd is stopping", NULL, 0, 0, -1);
 		return;

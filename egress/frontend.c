@@ -78,7 +78,7 @@ conn_question(struct conn *c, const struct native_request *req)
 	bool have = false;
 
 	evtimer_del(c->timer);
-	bufferevent_disable(c->cbev, EV_READ);
+	conn_read_pause(c, 0);
 	c->host = req->host;
 	c->has_host = true;
 	if (egressd_stopping) {

@@ -165,6 +165,11 @@ conn_parent_resolves(const struct conn *c)
 static void
 conn_parent_fail(struct conn *c, enum egress_reason reason, const char *why)
 {
+	if (c->fast[1] != NULL) {       /* its read event first: the free closes the fd */
+		event_free(c->fast[1]);
+		c->fast[1] = NULL;
+	}
+	c->rd_want &= (uint8_t)~2u;
 	if (c->ubev != NULL) {
 		bufferevent_free(c->ubev);
 		c->ubev = NULL;
@@ -253,6 +258,10 @@ conn_parent_start(struct conn *c, int fd)
 		conn_deny(c, EGRESS_CONNECT_REFUSED, "no memory for the parent", NULL, 0, 0, -1);
 		return;
 	}
+	if (!pp->tls && !conn_own_reads(c, 1)) {
+		conn_deny(c, EGRESS_CONNECT_REFUSED, "no memory for the parent", NULL, 0, 0, -1);
+		return;
+	}
 	conn_parent_authority(c, authority);
 	n = parent_connect_request(authority, pp->auth_b64, req, sizeof(req));
 	if (n == 0) {
@@ -263,7 +272,8 @@ conn_parent_start(struct conn *c, int fd)
 	conn_transition(c, CE_PARENT);  /* installs the parent's callbacks on ubev */
 	bufferevent_write(c->ubev, req, n);
 	memset(req, 0, sizeof(req));
-	bufferevent_enable(c->ubev, EV_READ | EV_WRITE);
+	bufferevent_enable(c->ubev, EV_WRITE);
+	conn_read_on(c, 1);
 	log_debug("event=parent-connect id=%s authority=%s", c->id, authority);
 }
 

@@ -171,7 +171,7 @@ conn_relay_move(struct conn *c, struct bufferevent *src)
 	if (up && conn_forward_done(c)) {
 		/* Exactly one request: what follows the body is never forwarded. */
 		evbuffer_drain(in, n);
-		bufferevent_disable(c->cbev, EV_READ);
+		conn_read_off(c, 0);
 		return true;
 	}
 	if (n == 0)
@@ -204,7 +204,7 @@ conn_relay_move(struct conn *c, struct bufferevent *src)
 			return false;
 		}
 		if (conn_forward_done(c)) {
-			bufferevent_disable(c->cbev, EV_READ);
+			conn_read_off(c, 0);
 			if (n == 0) {
 				evbuffer_drain(in, evbuffer_get_length(in));
 				return true;
@@ -222,7 +222,7 @@ conn_relay_move(struct conn *c, struct bufferevent *src)
 		return false;
 	/* Backpressure: a slow reader on dst pauses src; dst's write callback resumes it. */
 	if (evbuffer_get_length(out) >= EGRESSD_RELAY_BUF) {
-		bufferevent_disable(src, EV_READ);
+		conn_read_off(c, conn_side(c, src));
 		bufferevent_setwatermark(dst, EV_WRITE, EGRESSD_RELAY_BUF / 2, 0);
 	}
 	return true;
@@ -254,7 +254,7 @@ conn_relay_write(struct bufferevent *dst, void *arg)
 	/* The bufferevents' own copy only (CS_FAST has none left: its sinks write). */
 	bufferevent_setwatermark(dst, EV_WRITE, 0, 0);     /* the pause (conn_relay_move) is over */
 	if (!src_eof && !(to_up && conn_forward_done(c)))
-		bufferevent_enable(src, EV_READ);
+		conn_read_on(c, conn_side(c, src));
 	conn_propagate_eof(c);
 }
 
@@ -268,9 +268,9 @@ conn_relay_write(struct bufferevent *dst, void *arg)
  * The bufferevents are gone by then (conn_fast_start): an idle tunnel holds its struct
  * conn, three events and two sinks without queues (bench/README.md has the figures).
  */
-static uint8_t conn_scratch[EGRESSD_RELAY_BUF];
+uint8_t conn_scratch[EGRESSD_RELAY_BUF];
 
-/* CS_FAST's read event on either socket (conn_install makes both). */
+/* CS_FAST's reads on either socket (through connread.c's conn_sock_read). */
 void
 conn_fast_read(evutil_socket_t fd, short what, void *arg)
 {
@@ -470,9 +470,12 @@ conn_start_relay(struct conn *c, int fd)
 	if (c->ubev == NULL) {
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		c->ubev = bufferevent_socket_new(egressd_base, fd, BEV_OPT_CLOSE_ON_FREE);
+		if (c->ubev == NULL)
+			close(fd);
+		else
+			(void)conn_own_reads(c, 1);     /* checked below */
 	}
-	if (c->ubev == NULL) {
-		close(fd);
+	if (c->ubev == NULL || (c->fast[1] == NULL && !c->parent_tls)) {
 		conn_deny(c, EGRESS_CONNECT_REFUSED, "no memory for the upstream", NULL, 0, 0, -1);
 		return;
 	}
@@ -544,8 +547,8 @@ conn_start_relay(struct conn *c, int fd)
 	bufferevent_set_max_single_write(c->ubev, EGRESSD_RELAY_BUF);
 	/* Reading; writing is on since each bufferevent was made (conn_accept says why not
 	 * EV_WRITE here: what was queued above registered its write event already). */
-	bufferevent_enable(c->ubev, EV_READ);
-	bufferevent_enable(c->cbev, EV_READ);
+	conn_read_on(c, 1);
+	conn_read_on(c, 0);
 	conn_set_timer(c, (unsigned)s->timeout_idle);
 	/*
 	 * Bytes a parent proxy sent right after its answer head are the upstream's first:

@@ -555,7 +555,9 @@ def cmd_tunnel(args):
             names = [n for n in args.sni if n]
             data = tls_records(client_hello(names, args.ech), args.records)
         if args.appdata:
-            data += tls_records(os.urandom(300), 1, 0x17)
+            # --appdata-bytes N: N bytes of application data, in records of 16 KiB at most
+            n = args.appdata_bytes
+            data += tls_records(os.urandom(n), -(-n // 16384), 0x17)
         # Records before the hello (--before HEX, e.g. a ChangeCipherSpec 140303000101).
         data = b"".join(bytes.fromhex(b) for b in args.before) + data
         try:
@@ -1157,6 +1159,7 @@ def main():
     p.add_argument("--split-hello", action="store_true")
     p.add_argument("--malformed", action="store_true")
     p.add_argument("--appdata", action="store_true")
+    p.add_argument("--appdata-bytes", type=int, default=300)
     p.add_argument("--openssl-hello", action="store_true")
     p.add_argument("--before", action="append", default=[])
     p.add_argument("--wait-bytes", type=int, default=0)

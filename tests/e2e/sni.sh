@@ -92,6 +92,12 @@ hello "a hello sent byte by byte: passes" "$M" s.e2e.test echoed "open s.e2e.tes
     --sni s.e2e.test --split-hello
 hello "the hello and application data: inspection ends, both pass" "$M" s.e2e.test echoed \
     "open s.e2e.test s.e2e.test" --sni s.e2e.test --appdata
+# 96 KiB of application data right behind the hello: the guard holds the client's bytes
+# until the server's first ones say whether a second hello may come, at most CONN_GUARD_HOLD
+# (33 KiB); at that bound egressd stops reading the client and goes on once they passed.
+hello "the hello and 96 KiB of application data at once: held at the bound, all pass" "$M" \
+    s.e2e.test echoed "open s.e2e.test s.e2e.test" --sni s.e2e.test --appdata \
+    --appdata-bytes 98304
 # A ChangeCipherSpec record before the first ClientHello makes the stream TLS, not "other
 # traffic": the hello behind it (a real one, written by OpenSSL through Python's ssl) is
 # inspected and must still name the host. Other records before it are refused.

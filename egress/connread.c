@@ -1,0 +1,228 @@
+/*
+ * connread.c: the reads of a connection's sockets while they still have bufferevents (the
+ * request, the SNI guard, a forwarded request's relay, a plain parent's answer), made by
+ * egressd itself: libevent 2.1's evbuffer_read asks FIONREAD before every read, one
+ * system call in two of these (5 of the engine's 38 per guarded setup, bench/README.md).
+ *
+ * A side's socket bufferevent keeps its buffers, its write side, its callbacks and its
+ * read bounds (conn_install sets them, as before); only its read event is never enabled.
+ * In its place c->fast[i] (the same event the fast relay reads with later) reads into the
+ * bufferevent's input and then does what libevent's bufferevent_readcb does: the read
+ * callback once the input holds the low watermark, no read while the input holds the high
+ * one (the input's callback turns the read back on once something drained it), reading
+ * off and the event callback with BEV_EVENT_EOF or BEV_EVENT_ERROR. The TLS bufferevent of
+ * an https parent reads for itself (c->fast[1] stays NULL): TLS is its own.
+ *
+ * A pause (conn_read_pause: the request is being decided, resolved, connected) turns the
+ * reads off but leaves the event registered; only when something arrives meanwhile does
+ * it go (the engine's base batches epoll changes per loop turn, but a pause spans turns:
+ * taking the event off and putting it back cost 2 epoll_ctl per setup).
+ *
+ * Trusts nothing it reads: it only moves bytes into a bounded input, the parsers judge them.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "conn.h"
+
+#define CONN_RD(i) (1u << (i))
+
+static struct bufferevent *
+conn_rd_bev(const struct conn *c, int i)
+{
+	return i == 0 ? c->cbev : c->ubev;
+}
+
+/* The event on or off as the owner wants and the input's high watermark allows; a pause
+ * leaves it registered (conn_read_pause). */
+static void
+conn_read_update(struct conn *c, int i)
+{
+	struct bufferevent *b = conn_rd_bev(c, i);
+	struct event *ev = c->fast[i];
+	size_t lo, hi;
+	bool on = (c->rd_want & CONN_RD(i)) != 0, pending;
+
+	if (b == NULL || ev == NULL || c->bare)
+		return;
+	if (on && bufferevent_getwatermark(b, EV_READ, &lo, &hi) == 0 && hi > 0 &&
+	    evbuffer_get_length(bufferevent_get_input(b)) >= hi)
+		on = false;
+	pending = event_pending(ev, EV_READ, NULL) != 0;
+	if (on && !pending)
+		event_add(ev, NULL);
+	else if (!on && pending && !(c->rd_keep & CONN_RD(i)))
+		event_del(ev);
+}
+
+/* Something left side i's input (a parser consumed it, the relay moved it): read again. */
+static void
+conn_input_cb(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg)
+{
+	struct conn *c = arg;
+
+	if (info->n_deleted == 0)
+		return;
+	for (int i = 0; i < 2; i++) {
+		struct bufferevent *b = conn_rd_bev(c, i);
+
+		if (b != NULL && bufferevent_get_input(b) == in)
+			conn_read_update(c, i);
+	}
+}
+
+/* One read of side i into its bufferevent's input, as bufferevent_readcb would. */
+static void
+conn_bev_read(struct conn *c, int i)
+{
+	struct bufferevent *b = conn_rd_bev(c, i);
+	struct evbuffer *in = bufferevent_get_input(b);
+	bufferevent_data_cb readcb;
+	bufferevent_event_cb eventcb;
+	void *arg;
+	size_t lo = 0, hi = 0, len = evbuffer_get_length(in), want = EGRESSD_RELAY_BUF;
+	ev_ssize_t max = bufferevent_get_max_single_read(b);
+	ssize_t r;
+	int e;
+
+	if (max > 0 && (size_t)max < want)
+		want = (size_t)max;
+	(void)bufferevent_getwatermark(b, EV_READ, &lo, &hi);
+	if (hi > 0) {
+		if (len >= hi) {
+			conn_read_update(c, i);
+			return;
+		}
+		if (hi - len < want)
+			want = hi - len;
+	}
+	bufferevent_getcb(b, &readcb, NULL, &eventcb, &arg);
+	r = read(event_get_fd(c->fast[i]), conn_scratch, want);
+	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return;
+	if (r > 0 && evbuffer_add(in, conn_scratch, (size_t)r) == -1) {
+		r = -1;
+		errno = ENOMEM;
+	}
+	if (r <= 0) {
+		e = errno;
+		conn_read_off(c, i);
+		if (eventcb != NULL) {
+			errno = e;
+			eventcb(b, BEV_EVENT_READING | (r == 0 ? BEV_EVENT_EOF : BEV_EVENT_ERROR),
+			    arg);
+		}
+		return;                 /* c may be gone */
+	}
+	conn_read_update(c, i);         /* at the high watermark: no more until it drains */
+	if (evbuffer_get_length(in) >= lo && readcb != NULL)
+		readcb(b, arg);
+}
+
+/* c->fast[i]'s callback: the bufferevent's reads until the fast relay, then its own. */
+static void
+conn_sock_read(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	int i;
+
+	if (c->bare) {
+		conn_fast_read(fd, what, arg);
+		return;
+	}
+	i = fd == event_get_fd(c->fast[0]) ? 0 : 1;
+	if (!(c->rd_want & CONN_RD(i))) {
+		/* Paused, and something came: now the event goes. */
+		c->rd_keep &= (uint8_t)~CONN_RD(i);
+		event_del(c->fast[i]);
+		return;
+	}
+	conn_bev_read(c, i);
+}
+
+bool
+conn_own_reads(struct conn *c, int i)
+{
+	struct bufferevent *b = conn_rd_bev(c, i);
+	struct evbuffer *in = bufferevent_get_input(b);
+
+	c->fast[i] = event_new(egressd_base, bufferevent_getfd(b), EV_READ | EV_PERSIST,
+	    conn_sock_read, c);
+	if (c->fast[i] == NULL)
+		return false;
+	/* A socket bufferevent freezes its input's end outside its own read callback, which
+	 * never runs here: this read adds to it. */
+	evbuffer_unfreeze(in, 0);
+	if (evbuffer_add_cb(in, conn_input_cb, c) == NULL) {
+		event_free(c->fast[i]);
+		c->fast[i] = NULL;
+		return false;
+	}
+	return true;
+}
+
+void
+conn_read_on(struct conn *c, int i)
+{
+	if (c->fast[i] == NULL) {
+		if (conn_rd_bev(c, i) != NULL)
+			bufferevent_enable(conn_rd_bev(c, i), EV_READ);
+		return;
+	}
+	c->rd_want |= (uint8_t)CONN_RD(i);
+	c->rd_keep &= (uint8_t)~CONN_RD(i);
+	conn_read_update(c, i);
+}
+
+void
+conn_read_off(struct conn *c, int i)
+{
+	if (c->fast[i] == NULL) {
+		if (conn_rd_bev(c, i) != NULL)
+			bufferevent_disable(conn_rd_bev(c, i), EV_READ);
+		return;
+	}
+	c->rd_want &= (uint8_t)~CONN_RD(i);
+	c->rd_keep &= (uint8_t)~CONN_RD(i);
+	conn_read_update(c, i);
+}
+
+void
+conn_read_pause(struct conn *c, int i)
+{
+	if (c->fast[i] == NULL) {
+		conn_read_off(c, i);
+		return;
+	}
+	c->rd_want &= (uint8_t)~CONN_RD(i);
+	c->rd_keep |= (uint8_t)CONN_RD(i);
+}
+
+bool
+conn_reading(const struct conn *c, int i)
+{
+	if (c->fast[i] == NULL)
+		return conn_rd_bev(c, i) != NULL &&
+		    (bufferevent_get_enabled(conn_rd_bev(c, i)) & EV_READ) != 0;
+	return (c->rd_want & CONN_RD(i)) != 0;
+}
+
+int
+conn_side(const struct conn *c, const struct bufferevent *b)
+{
+	return b == c->cbev ? 0 : 1;
+}
+
+void
+conn_reads_recheck(struct conn *c)
+{
+	for (int i = 0; i < 2; i++)
+		conn_read_update(c, i);
+}
