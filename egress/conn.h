@@ -11,6 +11,7 @@
  *   parent.c    a parent proxy: the CONNECT asked of it and its answer (parent-proxy)
  *   guard.c     the SNI guard on the client's first bytes
  *   relay.c     the tunnel: bounded two-way copy, half-close, the fast relay, idle
+ *   connread.c  the sockets' reads into their bufferevents, ours (no FIONREAD per read)
  *
  * What the client sent is never trusted beyond its parse: the identity is the listener
  * the connection arrived on (struct principal).
