@@ -694,6 +694,7 @@ conn_accept(struct principal *p, int fd)
 	 * it again would register the write event with nothing queued: a poll that wakes for
 	 * nothing and an epoll_ctl to take it back. bufferevent_write registers it. */
 	conn_read_on(c, 0);
+	conn_read_now(c, 0);    /* the request is usually there by now */
 	conn_set_timer(c, (unsigned)conn_settings(c)->timeout_handshake);
 }
 

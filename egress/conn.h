@@ -151,6 +151,7 @@ struct attempt {
 	struct event *ev;
 	struct addr addr;
 	struct conn *c;
+	bool now;                    /* connected inside connect() (getpeername said so) */
 };
 
 /*
@@ -327,6 +328,7 @@ bool conn_own_reads(struct conn *c, int i);       /* makes c->fast[i]; false: no
 void conn_read_on(struct conn *c, int i);
 void conn_read_off(struct conn *c, int i);
 void conn_read_pause(struct conn *c, int i);     /* off, the event left registered */
+void conn_read_now(struct conn *c, int i);       /* a read in this loop turn, no poll */
 bool conn_reading(const struct conn *c, int i);
 int conn_side(const struct conn *c, const struct bufferevent *b);
 void conn_reads_recheck(struct conn *c);          /* after the read bounds changed */

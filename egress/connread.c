@@ -194,6 +194,19 @@ conn_read_off(struct conn *c, int i)
 	conn_read_update(c, i);
 }
 
+/*
+ * A read of side i in this loop turn, as if the socket had said it is readable: a client
+ * writes its request right after its connect, so when egressd accepts, the request is
+ * usually there (one epoll_wait fewer per setup; when it is not, the read's EAGAIN is the
+ * cost). Only for reads that are on and ours.
+ */
+void
+conn_read_now(struct conn *c, int i)
+{
+	if (c->fast[i] != NULL && (c->rd_want & CONN_RD(i)))
+		event_active(c->fast[i], EV_READ, 1);
+}
+
 void
 conn_read_pause(struct conn *c, int i)
 {
