@@ -20,6 +20,45 @@ static const char *log_progname = "egress";
 static enum log_output log_out = LOG_OUT_PREFIX;
 static bool log_syslog;
 static bool log_debug_on;
+/* log_batch: debug and info lines of logfmt on stderr wait here for log_flush. */
+static bool log_batching;
+static char log_held[16384];
+static size_t log_nheld;
+
+static void
+log_write_all(const char *p, size_t n)
+{
+	for (size_t off = 0; off < n; ) {
+		ssize_t w = write(STDERR_FILENO, p + off, n - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;          /* nowhere to log to: nothing else to do */
+		off += (size_t)w;
+	}
+}
+
+void
+log_flush(void)
+{
+	if (log_nheld == 0)
+		return;
+	log_write_all(log_held, log_nheld);
+	log_nheld = 0;
+}
+
+void
+log_batch(bool on)
+{
+	static bool registered;
+
+	if (!on)
+		log_flush();
+	else if (!registered)
+		registered = atexit(log_flush) == 0;   /* an exit() anywhere writes them */
+	log_batching = on;
+}
 
 void
 log_init(const char *prog, enum log_output out, bool use_syslog, bool debug)
@@ -123,15 +162,15 @@ log_emitv(enum log_level lvl, int flags, const char *func, const char *fmt, va_l
 		n = (int)sizeof(line) - 1;
 		line[n - 1] = '\n';
 	}
-	for (size_t off = 0; off < (size_t)n; ) {
-		ssize_t w = write(STDERR_FILENO, line + off, (size_t)n - off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			break;          /* nowhere to log to: nothing else to do */
-		off += (size_t)w;
+	if (log_batching && lvl < LOG_LVL_WARN) {
+		if (log_nheld + (size_t)n > sizeof(log_held))
+			log_flush();
+		memcpy(log_held + log_nheld, line, (size_t)n);
+		log_nheld += (size_t)n;
+		return;
 	}
+	log_flush();                    /* what waited goes first: the order holds */
+	log_write_all(line, (size_t)n);
 }
 
 void

@@ -26,6 +26,14 @@ enum log_output { LOG_OUT_PREFIX, LOG_OUT_LOGFMT };
 #define LOG_EMIT_ERRNO 0x1
 
 void log_init(const char *prog, enum log_output out, bool use_syslog, bool debug);
+/*
+ * log_batch(true): logfmt lines of level debug and info to stderr wait in a 16 KiB buffer
+ * until log_flush (egressd's engine: once per loop turn, one write(2) for all of the
+ * turn's lines, each still one line); a warning or an error writes what waited, then
+ * itself, at once. log_batch(false) writes what waited. Syslog output is never held.
+ */
+void log_batch(bool on);
+void log_flush(void);
 const char *log_prog(void);
 void log_emitv(enum log_level lvl, int flags, const char *func, const char *fmt, va_list ap)
     __attribute__((format(printf, 4, 0)));

@@ -323,13 +323,16 @@ engine_run(const char *file, bool debug, bool seccomp_log)
 	log_info("event=started version=%s pid=%d engine=%d principals=%zu control=%s "
 	    "receipts=%s", PACKAGE_VERSION, (int)egressd_pid, (int)getpid(),
 	    conf_current->nprincipals, conf_current->control, conf_current->receipts);
+	log_batch(true);
 	for (;;) {
 		rc = event_base_loop(egressd_base, EVLOOP_ONCE);
 		engine_flush();
+		log_flush();            /* the turn's log lines, one write (log_batch) */
 		if (rc != 0 || event_base_got_exit(egressd_base) ||
 		    event_base_got_break(egressd_base))
 			break;
 	}
+	log_batch(false);
 
 	/* Stop: remaining principals and their tunnels get shutdown receipts. */
 	while (!TAILQ_EMPTY(&principals))

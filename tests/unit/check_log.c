@@ -2,7 +2,7 @@
  * check_log.c: unit tests for the one log API (common/log.c): the "prog: " output of the
  * command-line programs and the logfmt output of egressd, with and without
  * strerror(errno), the _f forms' function name, debug lines only when asked for, and
- * fatal's exit status. Each case captures stderr in a temporary file.
+ * fatal's exit status, batching (log_batch). Each case captures stderr in a temporary file.
  */
 #include "config.h"
 
@@ -178,6 +178,86 @@ START_TEST(test_value)
 }
 END_TEST
 
+/* Lines of f in order: how many, and whether each is "time=... level=L event=eN pad..."
+ * with N counting up from 0 (whole lines, none lost, none doubled). */
+static int
+log_lines_in_order(FILE *f, int *n)
+{
+	static char buf[65536];
+	size_t len;
+	int want = 0;
+	char *p, *nl;
+
+	rewind(f);
+	len = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[len] = '\0';
+	for (p = buf; (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
+		char tag[32];
+		char *ev;
+
+		*nl = '\0';
+		snprintf(tag, sizeof(tag), "event=e%d ", want);
+		if (strncmp(p, "time=", 5) != 0 || (ev = strstr(p, "event=")) == NULL ||
+		    strncmp(ev, tag, strlen(tag)) != 0)
+			return -1;
+		want++;
+	}
+	*n = want;
+	return *p == '\0' ? 0 : -1;    /* nothing after the last newline */
+}
+
+/*
+ * log_batch: info and debug lines wait for log_flush; a warning writes what waited, then
+ * itself; a line that does not fit writes what waited first; log_batch(false) and exit()
+ * write the rest. The order of lines is kept in every case.
+ */
+START_TEST(test_batch)
+{
+	FILE *f = log_capture();
+	char pad[1001];
+	int n = 0, st;
+	pid_t pid;
+
+	memset(pad, 'p', sizeof(pad) - 1);
+	pad[sizeof(pad) - 1] = '\0';
+	log_init("egress-test", LOG_OUT_LOGFMT, false, true);
+	log_batch(true);
+	log_info("event=e0 a");
+	log_debug("event=e1 b");
+	ck_assert_str_eq(log_read(f), "");              /* held */
+	log_flush();
+	ck_assert_int_eq(log_lines_in_order(f, &n), 0);
+	ck_assert_int_eq(n, 2);
+	log_info("event=e2 c");
+	log_warnx("event=e3 d");                        /* writes e2 first */
+	ck_assert_int_eq(log_lines_in_order(f, &n), 0);
+	ck_assert_int_eq(n, 4);
+	for (int i = 4; i < 44; i++)                    /* 40 KiB: beyond the 16 KiB held */
+		log_info("event=e%d %s", i, pad);
+	ck_assert_int_eq(log_lines_in_order(f, &n), 0);
+	ck_assert_int_gt(n, 4);
+	ck_assert_int_lt(n, 44);                        /* the last ones still held */
+	log_batch(false);
+	ck_assert_int_eq(log_lines_in_order(f, &n), 0);
+	ck_assert_int_eq(n, 44);
+	log_info("event=e44 not held");
+	ck_assert_int_eq(log_lines_in_order(f, &n), 0);
+	ck_assert_int_eq(n, 45);
+
+	pid = fork();
+	ck_assert_int_ne(pid, -1);
+	if (pid == 0) {
+		log_batch(true);
+		log_info("event=e45 written at exit");
+		exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	ck_assert_int_eq(log_lines_in_order(f, &n), 0);
+	ck_assert_int_eq(n, 46);
+}
+END_TEST
+
 static Suite *
 log_suite(void)
 {
@@ -192,6 +272,9 @@ log_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("start-up diagnostics at a file's line and column");
 	tcase_add_loop_test(tc, test_startup_at, 0, NELEM(at_cases));
+	suite_add_tcase(s, tc);
+	tc = tcase_create("batching: held until a flush, a warning, a full buffer or exit");
+	tcase_add_test(tc, test_batch);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("logfmt values: quoted when they need it");
 	tcase_add_test(tc, test_value);
