@@ -4,7 +4,8 @@
 # run on loopback it measures, through egressd and through references it starts itself
 # (a direct connection, socat, haproxy in TCP mode, squid with CONNECT):
 #
-#   bulk      MiB/s of 1 GiB downloaded through one tunnel, best of 3
+#   bulk      MiB/s of 1 GiB downloaded through one tunnel, best of 3; and through 8
+#             tunnels at once (BENCH_BULK8 each, default 128M), unpinned
 #   setups/s  connect (+ the proxy's handshake), 1 byte echoed, close; sequential and 8-way
 #   idle      bytes of the proxy's RSS per idle tunnel (2000 tunnels, each used once)
 #   CPU       the proxy's own CPU time (utime+stime+children, /proc/PID/stat) per GiB of
@@ -29,8 +30,9 @@
 #   otherwise their rows say n/a.
 # EGRESS_BASE=DIR adds the row egressd-base: the egressd of another build (e.g. the last
 # single-process commit) measured the same way, and the privsep ratios against it.
-# Knobs (environment): BENCH_BULK (bytes, default 1G), BENCH_ROUNDS (3), BENCH_SEQ (3000),
-# BENCH_PAR (8000), BENCH_CONC (8), BENCH_IDLE (2000), BENCH_BUDGET (seconds, 280),
+# Knobs (environment): BENCH_BULK (bytes, default 1G), BENCH_BULK8 (128M), BENCH_ROUNDS (3),
+# BENCH_SEQ (3000), BENCH_PAR (8000), BENCH_CONC (8), BENCH_IDLE (2000), BENCH_BUDGET
+# (seconds, 280),
 # BENCH_PIN (1), BENCH_AB (7: rounds of egressd and EGRESS_BASE in turn), BENCH_KEEP=1 keeps
 # the temporary directory.
 
