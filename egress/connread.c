@@ -131,13 +131,16 @@ conn_sock_read(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 
-	int i;
+	int i = fd == event_get_fd(c->fast[0]) ? 0 : 1;
 
 	if (c->bare) {
+		if (c->suspended & CONN_SUSP_FAST(i)) {
+			event_del(c->fast[i]);  /* held: conn_resume adds it again */
+			return;
+		}
 		conn_fast_read(fd, what, arg);
 		return;
 	}
-	i = fd == event_get_fd(c->fast[0]) ? 0 : 1;
 	if (!(c->rd_want & CONN_RD(i))) {
 		/* Paused, and something came: now the event goes. */
 		c->rd_keep &= (uint8_t)~CONN_RD(i);
