@@ -130,7 +130,6 @@ static void
 conn_sock_read(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
-
 	int i = fd == event_get_fd(c->fast[0]) ? 0 : 1;
 
 	if (c->bare) {
@@ -171,30 +170,44 @@ conn_own_reads(struct conn *c, int i)
 	return true;
 }
 
+/*
+ * Side i's reads wanted or not; keep: not wanted, but the event stays registered (a
+ * pause). A TLS bufferevent reads for itself: for it a pause is an off.
+ */
+static void
+conn_read_set(struct conn *c, int i, bool want, bool keep)
+{
+	struct bufferevent *b = conn_rd_bev(c, i);
+	uint8_t bit = (uint8_t)CONN_RD(i);
+
+	if (c->fast[i] == NULL) {
+		if (b != NULL && want)
+			bufferevent_enable(b, EV_READ);
+		else if (b != NULL)
+			bufferevent_disable(b, EV_READ);
+		return;
+	}
+	c->rd_want = (uint8_t)(want ? c->rd_want | bit : c->rd_want & ~bit);
+	c->rd_keep = (uint8_t)(keep ? c->rd_keep | bit : c->rd_keep & ~bit);
+	conn_read_update(c, i);
+}
+
 void
 conn_read_on(struct conn *c, int i)
 {
-	if (c->fast[i] == NULL) {
-		if (conn_rd_bev(c, i) != NULL)
-			bufferevent_enable(conn_rd_bev(c, i), EV_READ);
-		return;
-	}
-	c->rd_want |= (uint8_t)CONN_RD(i);
-	c->rd_keep &= (uint8_t)~CONN_RD(i);
-	conn_read_update(c, i);
+	conn_read_set(c, i, true, false);
 }
 
 void
 conn_read_off(struct conn *c, int i)
 {
-	if (c->fast[i] == NULL) {
-		if (conn_rd_bev(c, i) != NULL)
-			bufferevent_disable(conn_rd_bev(c, i), EV_READ);
-		return;
-	}
-	c->rd_want &= (uint8_t)~CONN_RD(i);
-	c->rd_keep &= (uint8_t)~CONN_RD(i);
-	conn_read_update(c, i);
+	conn_read_set(c, i, false, false);
+}
+
+void
+conn_read_pause(struct conn *c, int i)
+{
+	conn_read_set(c, i, false, true);
 }
 
 /*
@@ -208,17 +221,6 @@ conn_read_now(struct conn *c, int i)
 {
 	if (c->fast[i] != NULL && (c->rd_want & CONN_RD(i)))
 		event_active(c->fast[i], EV_READ, 1);
-}
-
-void
-conn_read_pause(struct conn *c, int i)
-{
-	if (c->fast[i] == NULL) {
-		conn_read_off(c, i);
-		return;
-	}
-	c->rd_want &= (uint8_t)~CONN_RD(i);
-	c->rd_keep |= (uint8_t)CONN_RD(i);
 }
 
 bool
