@@ -24,6 +24,7 @@ static bool log_debug_on;
 static bool log_batching;
 static char log_held[16384];
 static size_t log_nheld;
+static struct timespec log_held_at;     /* CLOCK_MONOTONIC of the oldest line held */
 
 static void
 log_write_all(const char *p, size_t n)
@@ -46,6 +47,30 @@ log_flush(void)
 		return;
 	log_write_all(log_held, log_nheld);
 	log_nheld = 0;
+}
+
+/* Milliseconds from a to b (b later). */
+static long
+log_ms_between(const struct timespec *a, const struct timespec *b)
+{
+	return (long)(b->tv_sec - a->tv_sec) * 1000 + (b->tv_nsec - a->tv_nsec) / 1000000;
+}
+
+long
+log_flush_due(void)
+{
+	struct timespec now;
+	long age;
+
+	if (log_nheld == 0)
+		return -1;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	age = log_ms_between(&log_held_at, &now);
+	if (age >= LOG_HOLD_MS || age < 0) {
+		log_flush();
+		return -1;
+	}
+	return LOG_HOLD_MS - age;
 }
 
 void
@@ -165,6 +190,8 @@ log_emitv(enum log_level lvl, int flags, const char *func, const char *fmt, va_l
 	if (log_batching && lvl < LOG_LVL_WARN) {
 		if (log_nheld + (size_t)n > sizeof(log_held))
 			log_flush();
+		if (log_nheld == 0)
+			clock_gettime(CLOCK_MONOTONIC, &log_held_at);
 		memcpy(log_held + log_nheld, line, (size_t)n);
 		log_nheld += (size_t)n;
 		return;

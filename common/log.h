@@ -28,12 +28,17 @@ enum log_output { LOG_OUT_PREFIX, LOG_OUT_LOGFMT };
 void log_init(const char *prog, enum log_output out, bool use_syslog, bool debug);
 /*
  * log_batch(true): logfmt lines of level debug and info to stderr wait in a 16 KiB buffer
- * until log_flush (egressd's engine: once per loop turn, one write(2) for all of the
- * turn's lines, each still one line); a warning or an error writes what waited, then
- * itself, at once. log_batch(false) writes what waited. Syslog output is never held.
+ * until log_flush, or log_flush_due once the oldest of them waited LOG_HOLD_MS: one
+ * write(2) for many lines, each still one line. egressd's engine asks log_flush_due at the
+ * end of each loop turn and arms a timer for what it returns (the milliseconds until the
+ * held lines are due; -1 when none is held), so a line reaches the file within
+ * LOG_HOLD_MS, busy or idle. A warning or an error writes what waited, then itself, at
+ * once; so does a full buffer, log_batch(false) and exit(). Syslog output is never held.
  */
+#define LOG_HOLD_MS 100
 void log_batch(bool on);
 void log_flush(void);
+long log_flush_due(void);
 const char *log_prog(void);
 void log_emitv(enum log_level lvl, int flags, const char *func, const char *fmt, va_list ap)
     __attribute__((format(printf, 4, 0)));

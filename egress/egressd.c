@@ -24,7 +24,7 @@
 #include "egressd.h"
 
 static struct conf *conf_current;
-static struct event *ev_term, *ev_int, *ev_hup, *ev_grace, *ev_drain;
+static struct event *ev_term, *ev_int, *ev_hup, *ev_grace, *ev_drain, *ev_log;
 
 static void __attribute__((noreturn))
 usage(void)
@@ -47,6 +47,38 @@ drain_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	(void)arg;
 	egressd_exit_if_drained();
+}
+
+/* The held log lines are due (log_flush_due): an idle engine writes them too. */
+static void
+log_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	log_flush();
+}
+
+/*
+ * The end of a loop turn: the turn's log lines wait (at most LOG_HOLD_MS) with those of
+ * the turns before, and go in one write(2); a timer writes them when no turn comes.
+ * Writing them every turn was one call per tunnel setup (bench/README.md, issue 17).
+ */
+static void
+log_turn_end(void)
+{
+	long ms = log_flush_due();
+	struct timeval tv;
+
+	if (ms < 0 || (ev_log != NULL && evtimer_pending(ev_log, NULL)))
+		return;
+	if (ev_log == NULL) {
+		log_flush();            /* no timer (out of memory at start): every turn */
+		return;
+	}
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000 + 1000;        /* past the due time, not before */
+	evtimer_add(ev_log, &tv);
 }
 
 static void
@@ -318,6 +350,7 @@ engine_run(const char *file, bool debug, bool seccomp_log)
 	event_add(ev_term, NULL);
 	event_add(ev_int, NULL);
 	event_add(ev_hup, NULL);
+	ev_log = evtimer_new(egressd_base, log_cb, NULL);
 	sigprocmask(SIG_UNBLOCK, &startup, NULL);
 	engine_ready();
 	log_info("event=started version=%s pid=%d engine=%d principals=%zu control=%s "
@@ -327,7 +360,7 @@ engine_run(const char *file, bool debug, bool seccomp_log)
 	for (;;) {
 		rc = event_base_loop(egressd_base, EVLOOP_ONCE);
 		engine_flush();
-		log_flush();            /* the turn's log lines, one write (log_batch) */
+		log_turn_end();
 		if (rc != 0 || event_base_got_exit(egressd_base) ||
 		    event_base_got_break(egressd_base))
 			break;
@@ -344,6 +377,8 @@ engine_run(const char *file, bool debug, bool seccomp_log)
 	event_free(ev_term);
 	event_free(ev_int);
 	event_free(ev_hup);
+	if (ev_log)
+		event_free(ev_log);
 	if (ev_grace)
 		event_free(ev_grace);
 	if (ev_drain)

@@ -101,7 +101,6 @@ engine_wait_acks(void)
 	uint64_t last = 0;
 	ssize_t n;
 
-	log_flush();                    /* the lines so far, before a wait */
 	while (eng_nunacked > 0) {
 		do
 			n = recv(eng_chan, &ack, sizeof(ack), 0);

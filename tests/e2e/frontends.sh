@@ -91,6 +91,7 @@ echo-ok" "$out"
 
 # --- absolute-form forwarding ------------------------------------------------------------
 m=$(rcpt_mark)
+lm=$(log_mark)
 : > web.log
 out=$($CURL -x "http://$PROXY" --proxy-user 'e2euser:s3cret-proxy-pw' -H 'X-Test: kept' \
     -H 'Keep-Alive: timeout=5' -H 'Connection: keep-alive, X-Drop' -H 'X-Drop: gone' \
@@ -110,6 +111,9 @@ expect_eq "an end-to-end header is forwarded" "kept" "$(echo "$rec" | py_header 
 expect_eq "exactly one request, nothing after it" 0 "$(echo "$rec" | py_field extra)"
 expect_eq "open receipt of the forward" "open allowed http-forward web.e2e.test $WEB" \
     "$(rcpt --skip "$m" --where event=open)"
+# Log lines wait up to LOG_HOLD_MS before they are written (common/log.h): the forward's
+# own line first, then nothing in the log may hold the password.
+wait_log "event=open principal=front .*frontend=http-forward host=web.e2e.test" "$lm" || true
 expect_eq "the proxy password is never logged" "" "$(grep -l 's3cret-proxy-pw' egressd.err "$RCPT")"
 
 out=$($CURL -x "http://$PROXY" "http://web.e2e.test:$WEB")
@@ -242,9 +246,11 @@ user=$(printf e2euser | od -An -tx1 | tr -d ' \n')
 pass=$(printf 'sock5-s3cret' | od -An -tx1 | tr -d ' \n')
 name=$(printf echo.e2e.test | od -An -tx1 | tr -d ' \n')
 port=$(printf '%04x' "$ECHO")
+lm=$(log_mark)
 out=$(py raw "$SOCK" --timeout 10 --until-len 18 --hex "05010201""07$user""0c$pass""050100030d$name$port""70696e67")
 expect_eq "SOCKS5 username/password: 05 02, 01 00, 00 and the payload echoed" \
     "0502010005000001000000000000$(printf ping | od -An -tx1 | tr -d ' \n') open" "$out"
+wait_log "event=open principal=front .*frontend=socks5 host=echo.e2e.test" "$lm" || true
 expect_eq "the SOCKS5 password is never logged" "" "$(grep -l 'sock5-s3cret' egressd.err "$RCPT")"
 
 out=$(py tunnel socks5 "$SOCK" echo.e2e.test "$ECHO" --split --mode echo --size 3000)
@@ -260,9 +266,9 @@ expect_eq "SOCKS4a split byte by byte" "90
 echo-ok" "$out"
 
 # --- the end -------------------------------------------------------------------------
-expect_match "the log line of an open names what the receipt does" \
-    "event=open principal=front .*frontend=socks4 host=echo.e2e.test port=$ECHO .*reason=allowed" \
-    "$(cat egressd.err)"
+pat="event=open principal=front .*frontend=socks4 host=echo.e2e.test port=$ECHO .*reason=allowed"
+wait_log "$pat" || true
+expect_match "the log line of an open names what the receipt does" "$pat" "$(cat egressd.err)"
 egressd_stop
 expect_eq "egressd exits 0 on SIGTERM" 0 "$EGRESSD_RC"
 check_receipts frontends

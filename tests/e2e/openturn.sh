@@ -11,9 +11,9 @@
 # guard (early bytes, the fast relay),
 # the SNI guard passing a ClientHello, passing a protocol that is not TLS, a server that
 # speaks first, and a client that leaves before sending anything (the guard's end on its
-# EOF, whose half-close once reached the upstream in the open's own callback). After an
-# open's log line, a read of the channel (the acknowledgement) must come before any
-# connection's socket is written or shut. (A poll between them is no longer enough: the
+# EOF, whose half-close once reached the upstream in the open's own callback). After a
+# batch holding an open is sent to the monitor, a read of the channel (the
+# acknowledgement) must come before any connection's socket is written or shut. (A poll between them is no longer enough: the
 # engine polls while held connections wait.)
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/e2e/lib.sh"
 cd "$WORK" || exit 1
@@ -99,24 +99,52 @@ tunnels "beside a live one:"
 stop "$STRACE"
 stop "$IDLE"
 
-# The log line of an open follows its receipt at once, before the state changes: from it to
-# egressd's next read of the monitor's channel (fd 3, the acknowledgement), no socket of a
-# connection may be written or shut.
+# An open or a deny goes to the monitor in a batch that wants an acknowledgement (its
+# header's file_seq is 0; a batch of closes only says MW_BATCH_NOACK, 1): from the sendmsg
+# of such a batch on the channel (fd 3) to egressd's next read of the acknowledgement
+# there, no socket of a connection may be written or shut. (The open's log line is no
+# marker: log lines wait up to LOG_HOLD_MS and go in one write, common/log.h.)
 out=$("$E2E_PY" - "$WORK/trace" <<'EOF'
-import re, sys
+import re, struct, sys
+
+def unescape(s):
+    """strace's quoted string (-s 64: the first 64 bytes) as bytes."""
+    out, i = bytearray(), 0
+    simple = {"n": 10, "t": 9, "r": 13, "v": 11, "f": 12, "\\": 92, '"': 34}
+    while i < len(s):
+        if s[i] != "\\":
+            out.append(ord(s[i]) & 0xff)
+            i += 1
+            continue
+        m = re.match(r"[0-7]{1,3}", s[i + 1:])
+        if m:
+            out.append(int(m.group(0), 8) & 0xff)
+            i += 1 + len(m.group(0))
+        elif s[i + 1] == "x":
+            out.append(int(s[i + 2:i + 4], 16))
+            i += 4
+        else:
+            out.append(simple.get(s[i + 1], ord(s[i + 1]) & 0xff))
+            i += 2
+    return bytes(out)
+
 pend, opens, bad = {}, 0, []
 for line in open(sys.argv[1], errors="replace"):
     m = re.match(r"(\d+) +(\w+)\((\d+)<([^>]*)>?(.*)", line)
     if not m:
         continue
-    pid, call, _, what, rest = m.groups()
+    pid, call, fd, what, rest = m.groups()
     # an acknowledgement read (24 bytes), not a peek or an EAGAIN
-    if call in ("recvfrom", "recvmsg") and _ == "3" and rest.rstrip().endswith("= 24"):
+    if call in ("recvfrom", "recvmsg") and fd == "3" and rest.rstrip().endswith("= 24"):
         pend.pop(pid, None)
-    elif call == "write" and what.endswith("egressd.err") and (" event=open " in rest or
-                                                               " event=deny " in rest):
-        pend[pid] = True
-        opens += 1
+    elif call in ("sendmsg", "sendto", "write", "writev") and fd == "3":
+        b = re.search(r'"((?:[^"\\]|\\.)*)"', rest)
+        head = unescape(b.group(1)) if b else b""
+        if len(head) >= 24:
+            magic, typ, _, _, file_seq = struct.unpack("<IHHQQ", head[:24])
+            if magic == 0x45474d31 and typ == 1 and file_seq == 0:
+                pend[pid] = True
+                opens += 1
     elif pid in pend and (what.startswith("TCP") or what.startswith("UNIX-STREAM")):
         bad.append(line.strip()[:160])
 print("opens %d" % opens)
@@ -124,6 +152,6 @@ for b in bad:
     print("moved before the open was acknowledged: " + b)
 EOF
 )
-expect_eq "strace saw every open and refusal" "opens 14" "$(echo "$out" | head -n 1)"
+expect_eq "strace saw a batch for every open and refusal" "opens 14" "$(echo "$out" | head -n 1)"
 expect_eq "no byte nor half-close between an open or deny receipt and its acknowledgement" "" "$(echo "$out" | sed 1d)"
 finish

@@ -100,6 +100,7 @@ expect_eq "a name pinned by a tunnel to another port" 200 \
 n=$(grep -c '^pinned.e2e.test A$' "$DNSLOG")
 own "... is refused on the listener's port" pinned.e2e.test "$MPORT" 127.0.0.1
 expect_eq "... where only its pin was used" "$n" "$(grep -c '^pinned.e2e.test A$' "$DNSLOG")"
+wait_log "reason=private-address" || true
 expect_match "the refusal is logged with the listener as the range" \
     "why=\"127.0.0.1 is in metrics-listen" "$(grep 'reason=private-address' "$WORK/egressd.err" | head -n 1)"
 stop_egressd "127.0.0.1"

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -258,6 +259,37 @@ START_TEST(test_batch)
 }
 END_TEST
 
+/*
+ * log_flush_due: nothing held is -1; held lines younger than LOG_HOLD_MS stay held and
+ * the answer is the milliseconds left; once they are due it writes them all, in order.
+ */
+START_TEST(test_flush_due)
+{
+	FILE *f = log_capture();
+	struct timespec nap = { 0, (LOG_HOLD_MS + 20) * 1000000L };
+	long ms;
+	int n = 0;
+
+	log_init("egress-test", LOG_OUT_LOGFMT, false, false);
+	log_batch(true);
+	ck_assert_int_eq(log_flush_due(), -1);
+	log_info("event=e0 first");
+	ms = log_flush_due();
+	ck_assert_int_gt(ms, 0);
+	ck_assert_int_le(ms, LOG_HOLD_MS);
+	log_info("event=e1 second");                   /* the oldest line sets the time */
+	ck_assert_int_le(log_flush_due(), ms);
+	ck_assert_str_eq(log_read(f), "");              /* not due: held */
+	while (nanosleep(&nap, &nap) == -1 && errno == EINTR)
+		;
+	ck_assert_int_eq(log_flush_due(), -1);          /* due: written */
+	ck_assert_int_eq(log_lines_in_order(f, &n), 0);
+	ck_assert_int_eq(n, 2);
+	ck_assert_int_eq(log_flush_due(), -1);          /* nothing left */
+	log_batch(false);
+}
+END_TEST
+
 static Suite *
 log_suite(void)
 {
@@ -275,6 +307,7 @@ log_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("batching: held until a flush, a warning, a full buffer or exit");
 	tcase_add_test(tc, test_batch);
+	tcase_add_test(tc, test_flush_due);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("logfmt values: quoted when they need it");
 	tcase_add_test(tc, test_value);
