@@ -430,6 +430,62 @@ if [ -n "${PATHOF[egressd]:-}" ] && [ -r "$HELLO" ]; then
 	fi
 fi
 
+# --- the floor (issue 17): the SPEC's steps of a tunnel and nothing else ------------------
+# bench/floorproxy.c does, with as few system calls as an epoll proxy can, what the SPEC
+# makes egressd do per tunnel (the CONNECT answer, a second process that writes the record
+# and acknowledges it before any byte moves, the held first bytes with the guard) and none
+# of the rest (no policy, DNS, hash, MAC, log). Measured as egressd is: without the guard,
+# the CPU per setup over the sequential (pinned) and CONC-way runs, against SETUP_R
+# [haproxy]; with it, the rates carrying the ClientHello, against haproxy's. What the floor
+# spends more than haproxy is out of reach of any egressd that keeps the SPEC's promises.
+declare -A FLOOR_SEQ FLOOR_PAR
+FP=$B/bench/floorproxy
+if [ ! -x "$FP" ]; then
+	FP=$T/floorproxy
+	${CC:-cc} -O2 -o "$FP" "$SRC/floorproxy.c" 2>"$T/floorproxy.cc" || FP=
+fi
+if [ -n "$FP" ] && [ -n "${PATHOF[haproxy]:-}" ] && [ -r "$HELLO" ]; then
+	for mode in plain guard; do
+		fopt=()
+		[ "$mode" = plain ] && fopt=(-n)       # no guard: the open before the "200"
+		"$FP" "${fopt[@]}" -l "$T/floor-$mode.sock" -t "$TARGET" \
+		    -r "$T/floor-$mode.jsonl" 2>"$T/floor-$mode.err" &
+		PIDS+=($!)
+		fpid=$!
+		fe=
+		for _ in $(seq 50); do
+			fe=$(pgrep -P "$fpid" | head -n 1)
+			[ -n "$fe" ] && [ -S "$T/floor-$mode.sock" ] && break
+			sleep 0.1
+		done
+		PIDOF[floor-$mode]="$fpid${fe:+ $fe}"
+		PATHOF[floor-$mode]=unix-http:$T/floor-$mode.sock
+		fargs=(-t "$TARGET")
+		[ "$mode" = guard ] && fargs=(-t "$HELLO_NAME:$UP" -P "$HELLO")
+		wait_ready "${PATHOF[floor-$mode]}" "${fargs[1]}" || continue
+		if [ "$PIN" = 1 ]; then
+			pin 0 "${PIDOF[floor-$mode]}"
+			WRAP=(taskset -c 0)
+		fi
+		f0=$(ticks "${PIDOF[floor-$mode]}")
+		FLOOR_SEQ[$mode]=$(measure per_s setups -p "${PATHOF[floor-$mode]}" "${fargs[@]}" \
+		    -n "$SEQ" -c 1 -T "$(cap 60)")
+		f1=$(ticks "${PIDOF[floor-$mode]}")
+		if [ "$PIN" = 1 ]; then
+			pin "$ALLCPUS" "${PIDOF[floor-$mode]}"
+			WRAP=()
+		fi
+		FLOOR_PAR[$mode]=$(measure per_s setups -p "${PATHOF[floor-$mode]}" "${fargs[@]}" \
+		    -n "$PAR" -c "$CONC" -T "$(cap 60)")
+		f2=$(ticks "${PIDOF[floor-$mode]}")
+		if [ "$mode" = plain ]; then
+			FLOOR_CPU=$(per "$f0" "$f2" $((SEQ + PAR)) 1000000)
+		else
+			FLOOR_GCPU=$(per "$f0" "$f1" "$SEQ" 1000000)
+		fi
+	done
+fi
+
 # --- bulk through 8 tunnels at once (issue 17), unpinned ---------------------------------
 declare -A BULK8_R
 BULK8=${BENCH_BULK8:-128M}
@@ -503,16 +559,18 @@ count_calls() {
 	echo "$total"
 }
 if [ "$(left)" -ge 30 ] && [ -r "$HELLO" ]; then
-	for n in egressd haproxy; do
+	for n in egressd haproxy floor-guard; do
 		[ -n "${PATHOF[$n]:-}" ] && [ -n "${PIDOF[$n]:-}" ] || continue
-		if [ "$n" = egressd ]; then
-			sp=unix-http:$T/run/sni-match.sock st=$HELLO_NAME:$UP
-		else
-			sp=${PATHOF[$n]} st=$TARGET
-		fi
+		case $n in
+		egressd) sp=unix-http:$T/run/sni-match.sock st=$HELLO_NAME:$UP ;;
+		floor-guard) sp=${PATHOF[$n]} st=$HELLO_NAME:$UP ;;
+		*) sp=${PATHOF[$n]} st=$TARGET ;;
+		esac
 		c=$(count_calls "${PIDOF[$n]}" setups -p "$sp" -t "$st" -n "$SC_N" -c 1 -P "$HELLO" \
 		    -T "$(cap 60)")
 		SC_SETUP[$n]=$(awk -v c="$c" -v n="$SC_N" 'BEGIN { printf "%.1f", c / n }')
+		# The floor relays small payloads only (it is a reference for setups).
+		[ "$n" = floor-guard ] && continue
 		c=$(count_calls "${PIDOF[$n]}" bulk -p "${PATHOF[$n]}" -t "$TARGET" -n "$SC_BYTES" \
 		    -r 1 -T "$(cap 60)")
 		SC_MIB[$n]=$(awk -v c="$c" -v b="$(bytes_of "$SC_BYTES")" \
@@ -624,6 +682,30 @@ printf '  bulk through 8 tunnels at once (%s each, unpinned): direct %s, egressd
 printf '  system calls per setup: egressd %s, haproxy %s;  per MiB of bulk: egressd %s, haproxy %s\n' \
     "${SC_SETUP[egressd]:--}" "${SC_SETUP[haproxy]:--}" "${SC_MIB[egressd]:--}" \
     "${SC_MIB[haproxy]:--}"
+if [ -n "${FLOOR_PAR[guard]:-}" ]; then
+	# The floor (bench/floorproxy.c): the SPEC's steps only. Where it is behind haproxy,
+	# so is every egressd that keeps the SPEC's promises (bench/README.md).
+	printf '  floor (bench/floorproxy.c, the SPEC steps only): guarded %s/s seq, %s/s %s-way;' \
+	    "${FLOOR_SEQ[guard]:--}" "${FLOOR_PAR[guard]:--}" "$CONC"
+	printf ' unguarded %s/s seq, %s/s %s-way\n' "${FLOOR_SEQ[plain]:--}" \
+	    "${FLOOR_PAR[plain]:--}" "$CONC"
+	printf '  CPU per setup, unguarded (as the table): floor %s us, egressd %s us, haproxy %s us;' \
+	    "${FLOOR_CPU:--}" "${SETUP_R[egressd]}" "${SETUP_R[haproxy]}"
+	printf ' guarded seq: floor %s us\n' "${FLOOR_GCPU:--}"
+	printf '  system calls per guarded setup: floor %s\n' "${SC_SETUP[floor-guard]:--}"
+	bench_row "what is out of reach" "17 floor/haproxy setups seq ($ONE)" \
+	    "$(ratio "${FLOOR_SEQ[guard]:-}" "${SNI_SEQ[haproxy]:-}")"
+	bench_row "what is out of reach" "17 floor/haproxy setups $CONC-way" \
+	    "$(ratio "${FLOOR_PAR[guard]:-}" "${SNI_PAR[haproxy]:-}")"
+	bench_row "what is out of reach" "17 floor/haproxy CPU per setup" \
+	    "$(ratio "${FLOOR_CPU:-}" "${SETUP_R[haproxy]}")"
+	bench_row "" "17 egressd/floor setups seq ($ONE)" \
+	    "$(ratio "${SNI_SEQ[match]:-}" "${FLOOR_SEQ[guard]:-}")"
+	bench_row "" "17 egressd/floor setups $CONC-way" \
+	    "$(ratio "${SNI_PAR[match]:-}" "${FLOOR_PAR[guard]:-}")"
+	bench_row "" "17 egressd/floor CPU per setup" \
+	    "$(ratio "${SETUP_R[egressd]}" "${FLOOR_CPU:-}")"
+fi
 bench_target "17 setups seq egressd/haproxy ($ONE)" \
     "$(ratio "${SNI_SEQ[match]:-}" "${SNI_SEQ[haproxy]:-}")" ge 1.00
 bench_target "17 setups $CONC-way egressd/haproxy" \

@@ -1,0 +1,462 @@
+/*
+ * floorproxy: a reference of bench/egressd-bench.sh (issue 17), not a product. It does
+ * what the SPEC makes egressd do for one tunnel of the benchmark, and nothing else, with
+ * as few system calls as an epoll proxy can:
+ *
+ *   an AF_UNIX listener; HTTP CONNECT (the request read, "200" answered once the upstream
+ *   is connected); with the SNI guard (default), the client's first bytes are read and
+ *   held before anything reaches the upstream; an "open" record, sent to a second process
+ *   that writes it to a file and acknowledges it, before any byte moves (without the
+ *   guard: before the "200"); the relay; a "close" record, written but not waited for.
+ *
+ * What it leaves out makes it cheaper than egressd could ever be: no policy, no name
+ * lookup (every tunnel goes to -t), no ClientHello parsing, no hash, MAC or signature in
+ * the record writer, no log line, no limits. Its sockets are edge-triggered, so no
+ * epoll_ctl is spent but one ADD per socket, and a close removes it; a peer's FIN seen
+ * with its last bytes (EPOLLRDHUP) ends the side without reading the 0. The writer
+ * blocks in recv(2) on its channel, as it serves nothing else. A short write fails the
+ * run (the benchmark's payloads are a few hundred bytes): the reference is for setups,
+ * not bulk.
+ *
+ * usage: floorproxy [-n] -l SOCKET -t IPV4:PORT -r FILE
+ *   -n  no guard: the open is written when the upstream connects, the "200" after it
+ * It runs until killed (SIGTERM). The writer is the parent; the relaying child's pid is
+ * its only child (pgrep -P), as egressd's engine is the monitor's.
+ *
+ * Trusts: its arguments. Clients and the upstream are the benchmark's own (tcpbench on
+ * loopback); a peer that breaks the protocol ends its tunnel, a failed call ends the run.
+ */
+#define _GNU_SOURCE
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FP_HEAD_MAX 4096                /* the CONNECT head and the held first bytes */
+#define FP_BUF (64 * 1024)
+#define FP_BATCH (256 * 1024)
+#define FP_RECORD 512                   /* egressd's records are 400 to 450 bytes */
+
+enum fp_state { FP_REQ, FP_HELLO, FP_HELD, FP_RELAY };
+
+struct fp_conn;
+struct fp_side {
+	struct fp_conn *c;
+	int fd;
+	bool eof;                       /* the peer's FIN was read or seen */
+	bool ready;                     /* an edge came while the tunnel was held */
+};
+
+struct fp_conn {
+	struct fp_side s[2];            /* 0: the client, 1: the upstream */
+	enum fp_state state;
+	uint64_t wait;                  /* the batch whose acknowledgement releases it */
+	uint64_t id;
+	struct fp_conn *next;           /* held, in the order of their records */
+	size_t hlen;
+	char head[FP_HEAD_MAX];
+};
+
+static bool fp_guard = true;
+static struct sockaddr_in fp_target;
+static int fp_ep = -1, fp_chan = -1, fp_lfd = -1;
+static struct fp_side fp_lside, fp_cside;     /* the listener's and channel's epoll tags */
+static char fp_batch[FP_BATCH];
+static size_t fp_blen = 1;              /* byte 0: 1 when the batch wants an answer */
+static uint64_t fp_sent, fp_acked, fp_ids;
+static struct fp_conn *fp_held, **fp_held_tail = &fp_held;
+static unsigned fp_nconns, fp_nheld;
+static uint8_t fp_buf[FP_BUF];
+
+static void __attribute__((noreturn, format(printf, 1, 2)))
+fp_die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("floorproxy: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static void
+fp_add(struct fp_side *s, uint32_t ev)
+{
+	struct epoll_event e = { .events = ev, .data.ptr = s };
+
+	if (epoll_ctl(fp_ep, EPOLL_CTL_ADD, s->fd, &e) == -1)
+		fp_die("epoll_ctl: %s", strerror(errno));
+}
+
+/* A record like egressd's (its size and members), into the turn's batch. */
+static void
+fp_record(const struct fp_conn *c, const char *event, bool wait)
+{
+	struct timespec ts;
+	int n;
+
+	if (fp_blen + FP_RECORD > sizeof(fp_batch))
+		fp_die("a batch over %zu bytes", sizeof(fp_batch));
+	clock_gettime(CLOCK_REALTIME, &ts);
+	n = snprintf(fp_batch + fp_blen, FP_RECORD,
+	    "{\"seq\":%llu,\"prev\":\"sha256:%064d\",\"event\":\"%s\",\"id\":\"c-%llx\","
+	    "\"time\":\"%lld.%09ld\",\"principal\":\"bench\",\"policy\":\"sha256:%064d\","
+	    "\"frontend\":\"http-connect\",\"host\":\"floor.bench\",\"port\":%u,"
+	    "\"addr\":\"127.0.0.1\",\"reason\":\"allowed\",\"mac\":\"hmac-sha256:%064d\"}\n",
+	    (unsigned long long)c->id, 0, event, (unsigned long long)c->id,
+	    (long long)ts.tv_sec, ts.tv_nsec, 0, ntohs(fp_target.sin_port), 0);
+	fp_blen += (size_t)n;
+	if (wait)
+		fp_batch[0] = 1;
+}
+
+static void
+fp_send_all(int fd, const void *p, size_t n)
+{
+	ssize_t w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+	if (w != (ssize_t)n)
+		fp_die("a short send (%zd of %zu): this reference relays small payloads only", w, n);
+}
+
+static void
+fp_close(struct fp_conn *c)
+{
+	fp_record(c, "close", false);
+	close(c->s[0].fd);              /* a close takes the socket out of the epoll set */
+	close(c->s[1].fd);
+	free(c);
+	fp_nconns--;
+}
+
+static void
+fp_hold(struct fp_conn *c)
+{
+	fp_record(c, "open", true);
+	c->state = FP_HELD;
+	c->wait = fp_sent + 1;          /* the batch this turn sends */
+	c->next = NULL;
+	*fp_held_tail = c;
+	fp_held_tail = &c->next;
+	fp_nheld++;
+}
+
+static bool fp_side_read(struct fp_side *s, uint32_t ev);
+
+static void
+fp_release(struct fp_conn *c)
+{
+	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+
+	c->state = FP_RELAY;
+	if (fp_guard)
+		fp_send_all(c->s[1].fd, c->head, c->hlen);
+	else
+		fp_send_all(c->s[0].fd, ok, sizeof(ok) - 1);
+	/* The edges that came meanwhile were not read: read them now. */
+	for (int i = 0; i < 2; i++)
+		if (c->s[i].ready) {
+			c->s[i].ready = false;
+			if (!fp_side_read(&c->s[i], EPOLLIN))
+				return;         /* the tunnel ended */
+		}
+}
+
+static void
+fp_acks(uint64_t upto)
+{
+	fp_acked = upto;
+	while (fp_held != NULL && fp_held->wait <= fp_acked) {
+		struct fp_conn *c = fp_held;
+
+		fp_held = c->next;
+		if (fp_held == NULL)
+			fp_held_tail = &fp_held;
+		fp_nheld--;
+		fp_release(c);
+	}
+}
+
+static void
+fp_connected(struct fp_conn *c)
+{
+	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+	int one = 1;
+
+	setsockopt(c->s[1].fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	fp_add(&c->s[1], EPOLLIN | EPOLLRDHUP | EPOLLET);
+	if (!fp_guard) {
+		fp_hold(c);             /* the open before the answer */
+		return;
+	}
+	fp_send_all(c->s[0].fd, ok, sizeof(ok) - 1);
+	c->state = FP_HELLO;
+	c->hlen = 0;
+}
+
+/* The CONNECT head is complete: the upstream (always -t). */
+static void
+fp_connect(struct fp_conn *c)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	struct sockaddr_in peer;
+	socklen_t len = sizeof(peer);
+
+	if (fd == -1)
+		fp_die("socket: %s", strerror(errno));
+	c->s[1].fd = fd;
+	if (connect(fd, (struct sockaddr *)&fp_target, sizeof(fp_target)) == -1 &&
+	    errno != EINPROGRESS)
+		fp_die("connect: %s", strerror(errno));
+	/* Loopback connects inside connect(2): egressd asks getpeername too. */
+	if (getpeername(fd, (struct sockaddr *)&peer, &len) == -1)
+		fp_die("the upstream did not connect at once (a loopback upstream does)");
+	fp_connected(c);
+}
+
+/* A side's edge: reads until drained. False when the tunnel ended (c is freed). */
+static bool
+fp_side_read(struct fp_side *s, uint32_t ev)
+{
+	struct fp_conn *c = s->c;
+	int me = s == &c->s[0] ? 0 : 1;
+	struct fp_side *o = &c->s[1 - me];
+	ssize_t n;
+
+	if (c->state == FP_HELD) {
+		s->ready = true;        /* no byte moves before the acknowledgement */
+		return true;
+	}
+	for (;;) {
+		if (c->state == FP_REQ || c->state == FP_HELLO)
+			n = read(s->fd, c->head + c->hlen, sizeof(c->head) - c->hlen);
+		else
+			n = read(s->fd, fp_buf, sizeof(fp_buf));
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return true;
+		if (n <= 0) {
+			s->eof = true;
+			break;
+		}
+		if (c->state == FP_REQ) {
+			c->hlen += (size_t)n;
+			if (memmem(c->head, c->hlen, "\r\n\r\n", 4) == NULL) {
+				if (c->hlen == sizeof(c->head))
+					break;  /* no head within the bound: the tunnel ends */
+				continue;
+			}
+			fp_connect(c);
+			return true;
+		}
+		if (c->state == FP_HELLO) {
+			/* The guard: the first bytes are held, then the open. */
+			c->hlen = (size_t)n;
+			fp_hold(c);
+			if (ev & (EPOLLRDHUP | EPOLLHUP))
+				s->ready = true;        /* the EOF, after the release */
+			return true;
+		}
+		fp_send_all(o->fd, fp_buf, (size_t)n);
+		if ((size_t)n < sizeof(fp_buf)) {
+			if (!(ev & (EPOLLRDHUP | EPOLLHUP)))
+				return true;    /* drained; the next edge says more */
+			s->eof = true;          /* the FIN came with these bytes */
+			break;
+		}
+	}
+	/* This side's EOF: the other's write side shuts, and the tunnel ends with both. */
+	if (c->state != FP_RELAY || o->eof) {
+		fp_close(c);
+		return false;
+	}
+	shutdown(o->fd, SHUT_WR);
+	return true;
+}
+
+static void
+fp_accept(void)
+{
+	int fd = accept4(fp_lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	struct fp_conn *c;
+
+	if (fd == -1) {
+		if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
+			return;
+		fp_die("accept4: %s", strerror(errno));
+	}
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		fp_die("out of memory");
+	c->id = ++fp_ids;
+	c->s[0] = (struct fp_side){ .c = c, .fd = fd };
+	c->s[1] = (struct fp_side){ .c = c, .fd = -1 };
+	c->state = FP_REQ;
+	fp_nconns++;
+	/* The request is usually there already (as egressd, read it at once); the socket
+	 * is added once, after the first read, so its edge is not one already read. */
+	if (fp_side_read(&c->s[0], 0))
+		fp_add(&c->s[0], EPOLLIN | EPOLLRDHUP | EPOLLET);
+}
+
+static void
+fp_chan_read(bool block)
+{
+	uint64_t ack;
+	ssize_t n = recv(fp_chan, &ack, sizeof(ack), block ? 0 : MSG_DONTWAIT);
+
+	if (n == -1 && !block && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return;
+	if (n == 0)
+		exit(0);                /* the writer is gone: so is the run */
+	if (n != (ssize_t)sizeof(ack))
+		fp_die("the writer's channel: %s", strerror(errno));
+	fp_acks(ack);
+}
+
+static void
+fp_turn_end(void)
+{
+	bool wait = fp_batch[0] != 0;
+
+	if (fp_blen > 1) {
+		if (send(fp_chan, fp_batch, fp_blen, MSG_NOSIGNAL) != (ssize_t)fp_blen)
+			fp_die("send to the writer: %s", strerror(errno));
+		if (wait)
+			fp_sent++;
+		fp_blen = 1;
+		fp_batch[0] = 0;
+	}
+	/* Nothing else could move: wait here, not in one more epoll_wait (egressd too). */
+	while (fp_nheld > 0 && fp_nheld == fp_nconns)
+		fp_chan_read(true);
+}
+
+static void __attribute__((noreturn))
+fp_engine(void)
+{
+	struct epoll_event ev[64];
+
+	if ((fp_ep = epoll_create1(EPOLL_CLOEXEC)) == -1)
+		fp_die("epoll_create1: %s", strerror(errno));
+	fp_lside.fd = fp_lfd;
+	fp_cside.fd = fp_chan;
+	fp_add(&fp_lside, EPOLLIN);
+	fp_add(&fp_cside, EPOLLIN);
+	for (;;) {
+		int n = epoll_wait(fp_ep, ev, 64, -1);
+
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			fp_die("epoll_wait: %s", strerror(errno));
+		for (int i = 0; i < n; i++) {
+			struct fp_side *s = ev[i].data.ptr;
+
+			if (s == &fp_lside)
+				fp_accept();
+			else if (s == &fp_cside)
+				fp_chan_read(false);
+			else
+				(void)fp_side_read(s, ev[i].events);
+		}
+		fp_turn_end();
+	}
+}
+
+/* The writer: each batch to the file (one write), its acknowledgement when it wants one. */
+static void __attribute__((noreturn))
+fp_writer(int rfd)
+{
+	static char b[FP_BATCH];
+	uint64_t seq = 0;
+
+	for (;;) {
+		ssize_t n = recv(fp_chan, b, sizeof(b), 0);
+
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			exit(n == 0 ? 0 : 1);
+		if (write(rfd, b + 1, (size_t)n - 1) != n - 1)
+			fp_die("write to the record file: %s", strerror(errno));
+		if (b[0] != 0) {
+			seq++;
+			if (send(fp_chan, &seq, sizeof(seq), MSG_NOSIGNAL) != (ssize_t)sizeof(seq))
+				fp_die("send to the engine: %s", strerror(errno));
+		}
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *path = NULL, *target = NULL, *rec = NULL;
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int o, sp[2], rfd;
+	pid_t pid;
+	char host[64];
+	unsigned port;
+
+	while ((o = getopt(argc, argv, "nl:t:r:")) != -1) {
+		switch (o) {
+		case 'n': fp_guard = false; break;
+		case 'l': path = optarg; break;
+		case 't': target = optarg; break;
+		case 'r': rec = optarg; break;
+		default: path = NULL; optind = argc; break;
+		}
+	}
+	if (path == NULL || target == NULL || rec == NULL || optind != argc) {
+		fprintf(stderr, "usage: floorproxy [-n] -l SOCKET -t IPV4:PORT -r FILE\n");
+		return 2;
+	}
+	if (sscanf(target, "%63[0-9.]:%u", host, &port) != 2 || port == 0 || port > 65535 ||
+	    inet_pton(AF_INET, host, &fp_target.sin_addr) != 1)
+		fp_die("target %s: want IPV4:PORT", target);
+	fp_target.sin_family = AF_INET;
+	fp_target.sin_port = htons((uint16_t)port);
+	if (strlen(path) >= sizeof(sun.sun_path))
+		fp_die("socket path too long");
+	strcpy(sun.sun_path, path);
+	if ((rfd = open(rec, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) == -1)
+		fp_die("%s: %s", rec, strerror(errno));
+	if ((fp_lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1 ||
+	    (unlink(path), bind(fp_lfd, (struct sockaddr *)&sun, sizeof(sun))) == -1 ||
+	    listen(fp_lfd, 4096) == -1)
+		fp_die("%s: %s", path, strerror(errno));
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == -1)
+		fp_die("socketpair: %s", strerror(errno));
+	signal(SIGPIPE, SIG_IGN);
+	if ((pid = fork()) == -1)
+		fp_die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		close(sp[0]);
+		close(rfd);
+		fp_chan = sp[1];
+		fp_engine();
+	}
+	close(sp[1]);
+	close(fp_lfd);
+	fp_chan = sp[0];
+	fp_writer(rfd);
+}
