@@ -569,6 +569,12 @@ if [ "$(left)" -ge 30 ] && [ -r "$HELLO" ]; then
 		c=$(count_calls "${PIDOF[$n]}" setups -p "$sp" -t "$st" -n "$SC_N" -c 1 -P "$HELLO" \
 		    -T "$(cap 60)")
 		SC_SETUP[$n]=$(awk -v c="$c" -v n="$SC_N" 'BEGIN { printf "%.1f", c / n }')
+		# Receipt batches per setup (the engine's sendmsg on its channel): a close that
+		# missed the next open's batch costs one of its own, and 4 to 5 calls with it.
+		if [ "$n" = egressd ] && [ -n "${ENGINE_PID:-}" ]; then
+			SC_BATCHES=$(awk -v n="$SC_N" '$NF == "sendmsg" { printf "%.2f", $4 / n }' \
+			    "$T/sc.$ENGINE_PID" 2>/dev/null)
+		fi
 		# The floor relays small payloads only (it is a reference for setups).
 		[ "$n" = floor-guard ] && continue
 		c=$(count_calls "${PIDOF[$n]}" bulk -p "${PATHOF[$n]}" -t "$TARGET" -n "$SC_BYTES" \
@@ -682,6 +688,8 @@ printf '  bulk through 8 tunnels at once (%s each, unpinned): direct %s, egressd
 printf '  system calls per setup: egressd %s, haproxy %s;  per MiB of bulk: egressd %s, haproxy %s\n' \
     "${SC_SETUP[egressd]:--}" "${SC_SETUP[haproxy]:--}" "${SC_MIB[egressd]:--}" \
     "${SC_MIB[haproxy]:--}"
+printf '  receipt batches per guarded setup, counted with them: %s (1.00: every close went with the next open)\n' \
+    "${SC_BATCHES:--}"
 if [ -n "${FLOOR_PAR[guard]:-}" ]; then
 	# The floor (bench/floorproxy.c): the SPEC's steps only. Where it is behind haproxy,
 	# so is every egressd that keeps the SPEC's promises (bench/README.md).
