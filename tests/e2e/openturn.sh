@@ -13,8 +13,8 @@
 # speaks first, and a client that leaves before sending anything (the guard's end on its
 # EOF, whose half-close once reached the upstream in the open's own callback). After a
 # batch holding an open is sent to the monitor, a read of the channel (the
-# acknowledgement) must come before any connection's socket is written or shut. (A poll between them is no longer enough: the
-# engine polls while held connections wait.)
+# acknowledgement) must come before any connection's socket is written or shut. (A poll
+# between them is no longer enough: the engine polls while held connections wait.)
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/e2e/lib.sh"
 cd "$WORK" || exit 1
 e2e_need strace
