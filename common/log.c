@@ -26,6 +26,8 @@ static char log_held[16384];
 static size_t log_nheld;
 static struct timespec log_held_at;     /* CLOCK_MONOTONIC of the oldest line held */
 
+#define LOG_MSG_MAX 2048                /* a message (func= and text) is cut here */
+
 static void
 log_write_all(const char *p, size_t n)
 {
@@ -133,23 +135,155 @@ log_value(const char *s, char *buf, size_t len)
 	return buf;
 }
 
-void
-log_emitv(enum log_level lvl, int flags, const char *func, const char *fmt, va_list ap)
+/*
+ * The logfmt line on stderr is built once, straight into its buffer: the prefix from the
+ * seconds' text (made once a second), the message, the error, the newline. Formatting the
+ * message apart and copying it into the line was a tenth of the engine's instructions per
+ * tunnel setup (two lines each; callgrind, bench/README.md).
+ */
+#define LOG_LINE_MAX 2200
+
+static const char *const log_names[] = { "debug", "info", "warn", "error" };
+
+/* Writes "time=... level=L " at line's start; returns its length. */
+static size_t
+log_prefix(char *line, enum log_level lvl)
 {
-	static const char *const names[] = { "debug", "info", "warn", "error" };
-	static const int prio[] = { LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERR };
-	/* strerror first: formatting the message may change errno. */
-	const char *why = (flags & LOG_EMIT_ERRNO) != 0 ? strerror(errno) : NULL;
 	static char stamp[40];
+	static size_t stamp_len;
 	static time_t stamp_sec = -1;
-	char msg[2048], line[2200];
 	struct timespec ts;
 	struct tm tm;
-	size_t o = 0;
-	int n;
+	size_t o, n;
+	long ms;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (ts.tv_sec != stamp_sec) {
+		gmtime_r(&ts.tv_sec, &tm);
+		stamp_len = strftime(stamp, sizeof(stamp), "time=%Y-%m-%dT%H:%M:%S.", &tm);
+		stamp_sec = ts.tv_sec;
+	}
+	memcpy(line, stamp, stamp_len);
+	o = stamp_len;
+	ms = ts.tv_nsec / 1000000;
+	line[o++] = (char)('0' + ms / 100);
+	line[o++] = (char)('0' + ms / 10 % 10);
+	line[o++] = (char)('0' + ms % 10);
+	memcpy(line + o, "Z level=", 8);
+	o += 8;
+	n = strlen(log_names[lvl]);
+	memcpy(line + o, log_names[lvl], n);
+	o += n;
+	line[o++] = ' ';
+	return o;
+}
+
+/* What snprintf returned, as the bytes it wrote into cap. */
+static size_t
+log_wrote(int n, size_t cap)
+{
+	return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+/* Ends the line of o bytes (the error, the newline) and holds or writes it. */
+static void
+log_finish(char *line, size_t o, enum log_level lvl, const char *why)
+{
+	if (why != NULL)
+		o += log_wrote(snprintf(line + o, LOG_LINE_MAX - o, " error=%s", why),
+		    LOG_LINE_MAX - o);
+	if (o >= LOG_LINE_MAX - 1)      /* cut, still one line */
+		o = LOG_LINE_MAX - 2;
+	line[o++] = '\n';
+	if (log_batching && lvl < LOG_LVL_WARN) {
+		if (log_nheld + o > sizeof(log_held))
+			log_flush();
+		if (log_nheld == 0)
+			clock_gettime(CLOCK_MONOTONIC, &log_held_at);
+		memcpy(log_held + log_nheld, line, o);
+		log_nheld += o;
+		return;
+	}
+	log_flush();                    /* what waited goes first: the order holds */
+	log_write_all(line, o);
+}
+
+static bool
+log_to_lines(void)
+{
+	return log_out == LOG_OUT_LOGFMT && !log_syslog;
+}
+
+void
+log_kv(enum log_level lvl, const struct log_kv *kv, size_t n)
+{
+	char line[LOG_LINE_MAX], msg[LOG_MSG_MAX];
+	size_t o = 0, m = 0, len;
+	char *p = msg;
 
 	if (lvl == LOG_LVL_DEBUG && !log_debug_on)
 		return;
+	if (log_to_lines()) {
+		m = log_prefix(line, lvl);
+		p = line + m;
+	}
+	/* At most LOG_MSG_MAX - 1 bytes of message, as log_emit's. */
+	for (size_t i = 0; i < n && o < LOG_MSG_MAX - 1; i++) {
+		if (i > 0)
+			p[o++] = ' ';
+		for (const char *s = kv[i].k; *s != '\0' && o < LOG_MSG_MAX - 1; s++)
+			p[o++] = *s;
+		if (o < LOG_MSG_MAX - 1)
+			p[o++] = '=';
+		len = strlen(kv[i].v);
+		if (len > LOG_MSG_MAX - 1 - o)
+			len = LOG_MSG_MAX - 1 - o;
+		memcpy(p + o, kv[i].v, len);
+		o += len;
+	}
+	if (log_to_lines()) {
+		log_finish(line, m + o, lvl, NULL);
+		return;
+	}
+	p[o] = '\0';
+	log_emit(lvl, "%s", msg);
+}
+
+const char *
+log_u64(unsigned long long v, char buf[LOG_U64_LEN])
+{
+	char *p = buf + LOG_U64_LEN - 1;
+
+	*p = '\0';
+	do
+		*--p = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	return p;
+}
+
+void
+log_emitv(enum log_level lvl, int flags, const char *func, const char *fmt, va_list ap)
+{
+	static const int prio[] = { LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERR };
+	/* strerror first: formatting the message may change errno. */
+	const char *why = (flags & LOG_EMIT_ERRNO) != 0 ? strerror(errno) : NULL;
+	char msg[LOG_MSG_MAX], line[LOG_LINE_MAX];
+	size_t o = 0, m;
+
+	if (lvl == LOG_LVL_DEBUG && !log_debug_on)
+		return;
+	if (log_to_lines()) {
+		/* func= and the text: at most LOG_MSG_MAX - 1 bytes of message. */
+		o = m = log_prefix(line, lvl);
+		if (func != NULL)
+			o += log_wrote(snprintf(line + o, LOG_MSG_MAX, "func=%s ", func),
+			    LOG_MSG_MAX);
+		if (o - m < LOG_MSG_MAX - 1)
+			o += log_wrote(vsnprintf(line + o, LOG_MSG_MAX - (o - m), fmt, ap),
+			    LOG_MSG_MAX - (o - m));
+		log_finish(line, o, lvl, why);
+		return;
+	}
 	if (func != NULL)
 		o = (size_t)snprintf(msg, sizeof(msg), log_out == LOG_OUT_LOGFMT ? "func=%s " :
 		    "%s: ", func);
@@ -162,42 +296,8 @@ log_emitv(enum log_level lvl, int flags, const char *func, const char *fmt, va_l
 			fprintf(stderr, "%s: %s\n", log_progname, msg);
 		return;
 	}
-	if (log_syslog) {
-		syslog(prio[lvl], "level=%s %s%s%s", names[lvl], msg, why != NULL ? " error=" : "",
-		    why != NULL ? why : "");
-		return;
-	}
-	/*
-	 * One line, one write(2). The seconds' text is made once a second: gmtime_r and
-	 * strftime, and stdio's formatting into an unbuffered stderr, were a sixth of the
-	 * engine's instructions per tunnel setup (two lines each; callgrind, bench/README.md).
-	 */
-	clock_gettime(CLOCK_REALTIME, &ts);
-	if (ts.tv_sec != stamp_sec) {
-		gmtime_r(&ts.tv_sec, &tm);
-		strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
-		stamp_sec = ts.tv_sec;
-	}
-	n = snprintf(line, sizeof(line), "time=%s.%03ldZ level=%s %s%s%s\n", stamp,
-	    ts.tv_nsec / 1000000, names[lvl], msg, why != NULL ? " error=" : "",
+	syslog(prio[lvl], "level=%s %s%s%s", log_names[lvl], msg, why != NULL ? " error=" : "",
 	    why != NULL ? why : "");
-	if (n < 0)
-		return;
-	if ((size_t)n >= sizeof(line)) {        /* cut, still one line */
-		n = (int)sizeof(line) - 1;
-		line[n - 1] = '\n';
-	}
-	if (log_batching && lvl < LOG_LVL_WARN) {
-		if (log_nheld + (size_t)n > sizeof(log_held))
-			log_flush();
-		if (log_nheld == 0)
-			clock_gettime(CLOCK_MONOTONIC, &log_held_at);
-		memcpy(log_held + log_nheld, line, (size_t)n);
-		log_nheld += (size_t)n;
-		return;
-	}
-	log_flush();                    /* what waited goes first: the order holds */
-	log_write_all(line, (size_t)n);
 }
 
 void

@@ -48,6 +48,20 @@ void log_emit_f(enum log_level lvl, int flags, const char *func, const char *fmt
 void log_fatal_at(int status, int flags, const char *func, const char *fmt, ...)
     __attribute__((format(printf, 4, 5), noreturn));
 
+/*
+ * A line of key=value pairs joined by spaces, made without a format: the per-event lines
+ * of egressd's connections (two per tunnel). Values are written as they are: a caller
+ * quotes what may need it with log_value. Cut at the same bound as log_emit's messages.
+ */
+struct log_kv {
+	const char *k;
+	const char *v;
+};
+void log_kv(enum log_level lvl, const struct log_kv *kv, size_t n);
+/* The decimal text of v, at the end of buf (returned). */
+#define LOG_U64_LEN 21
+const char *log_u64(unsigned long long v, char buf[LOG_U64_LEN]);
+
 #define log_debug(...) log_emit(LOG_LVL_DEBUG, __VA_ARGS__)
 #define log_info(...) log_emit(LOG_LVL_INFO, __VA_ARGS__)
 #define log_error(...) log_emit(LOG_LVL_ERROR, __VA_ARGS__)

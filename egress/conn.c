@@ -115,16 +115,34 @@ conn_receipt_base(const struct conn *c, struct receipt *r, enum receipt_event ev
 void
 conn_log(const struct conn *c, const char *event, enum egress_reason reason, const char *why)
 {
-	char wbuf[256];
+	char wbuf[256], port[LOG_U64_LEN];
+	struct log_kv kv[9] = {
+		{ "event", event }, { "principal", c->p->name }, { "id", c->id },
+		{ "frontend", frontend_names[c->fe] ? frontend_names[c->fe] : "-" },
+		{ "host", c->has_host ? c->host.name : "-" },
+		{ "port", conn_port(c) >= 0 ? log_u64((unsigned)c->port, port) : "-" },
+		{ "addr", c->addr_text[0] ? c->addr_text : "-" },
+		{ "reason", egress_reason_name(reason) },
+		{ "why", why ? log_value(why, wbuf, sizeof(wbuf)) : NULL },
+	};
 
-	char port[8];
+	log_kv(LOG_LVL_INFO, kv, why ? 9 : 8);
+}
 
-	snprintf(port, sizeof(port), "%u", (unsigned)c->port);
-	log_info("event=%s principal=%s id=%s frontend=%s host=%s port=%s addr=%s reason=%s%s%s",
-	    event, c->p->name, c->id, frontend_names[c->fe] ? frontend_names[c->fe] : "-",
-	    c->has_host ? c->host.name : "-", conn_port(c) >= 0 ? port : "-",
-	    c->addr_text[0] ? c->addr_text : "-", egress_reason_name(reason),
-	    why ? " why=" : "", why ? log_value(why, wbuf, sizeof(wbuf)) : "");
+/* The close line of an opened tunnel (its receipt's counts). */
+static void
+conn_log_close(const struct conn *c, enum egress_reason reason, const char *cause)
+{
+	char port[LOG_U64_LEN], up[LOG_U64_LEN], down[LOG_U64_LEN];
+	const struct log_kv kv[] = {
+		{ "event", "close" }, { "principal", c->p->name }, { "id", c->id },
+		{ "host", c->host.name }, { "port", log_u64(c->port, port) },
+		{ "reason", egress_reason_name(reason) }, { "close", cause },
+		{ "bytes_up", log_u64((unsigned long long)c->bytes_up, up) },
+		{ "bytes_down", log_u64((unsigned long long)c->bytes_down, down) },
+	};
+
+	log_kv(LOG_LVL_INFO, kv, sizeof(kv) / sizeof(kv[0]));
 }
 
 /* After an error answer is flushed the connection closes; a client that never reads
@@ -799,10 +817,7 @@ conn_close(struct conn *c, enum egress_reason reason, const char *cause)
 		principal_tally(c->p, r.host, r.port, true, reason, 1, c->bytes_up, c->bytes_down);
 		c->p->closed_up += c->bytes_up;
 		c->p->closed_down += c->bytes_down;
-		log_info("event=close principal=%s id=%s host=%s port=%d reason=%s close=%s "
-		    "bytes_up=%llu bytes_down=%llu", c->p->name, c->id, c->host.name, c->port,
-		    egress_reason_name(reason), r.close, (unsigned long long)c->bytes_up,
-		    (unsigned long long)c->bytes_down);
+		conn_log_close(c, reason, r.close);
 	}
 	conn_free(c);
 }

@@ -212,6 +212,87 @@ log_lines_in_order(FILE *f, int *n)
  * itself; a line that does not fit writes what waited first; log_batch(false) and exit()
  * write the rest. The order of lines is kept in every case.
  */
+/* log_kv: the same line as the format it replaces, in both outputs; "-" values and all. */
+START_TEST(test_kv)
+{
+	const struct log_kv kv[] = { { "event", "open" }, { "principal", "ci" },
+		{ "host", "a.example" }, { "port", "443" }, { "why", "\"a b\"" } };
+	regex_t re;
+	FILE *f = log_capture();
+
+	log_init("egress-test", LOG_OUT_PREFIX, false, false);
+	log_kv(LOG_LVL_INFO, kv, NELEM(kv));
+	log_kv(LOG_LVL_DEBUG, kv, 1);                   /* no debug asked for */
+	ck_assert_str_eq(log_read(f), "egress-test: event=open principal=ci host=a.example "
+	    "port=443 why=\"a b\"\n");
+	f = log_capture();
+	log_init("egress-test", LOG_OUT_LOGFMT, false, true);
+	log_kv(LOG_LVL_INFO, kv, 2);
+	log_kv(LOG_LVL_DEBUG, kv, 1);
+	log_kv(LOG_LVL_INFO, kv, 0);
+	ck_assert_int_eq(regcomp(&re, "^time=[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\\.[0-9]{3}Z "
+	    "level=info event=open principal=ci\n"
+	    "time=[^ ]+Z level=debug event=open\n"
+	    "time=[^ ]+Z level=info \n$", REG_EXTENDED | REG_NOSUB), 0);
+	ck_assert_msg(regexec(&re, log_read(f), 0, NULL, 0) == 0, "'%s'", log_read(f));
+	regfree(&re);
+}
+END_TEST
+
+static const struct {
+	unsigned long long v;
+	const char *want;
+} u64_cases[] = {
+	{ 0, "0" }, { 7, "7" }, { 10, "10" }, { 443, "443" }, { 65535, "65535" },
+	{ 18446744073709551615ULL, "18446744073709551615" },
+};
+
+START_TEST(test_u64)
+{
+	char buf[LOG_U64_LEN];
+
+	ck_assert_str_eq(log_u64(u64_cases[_i].v, buf), u64_cases[_i].want);
+}
+END_TEST
+
+/*
+ * A message is cut at 2047 bytes (its newline kept), whether it came from a format or
+ * from log_kv; the error still follows a cut message.
+ */
+START_TEST(test_cut)
+{
+	static char big[3000];
+	const struct log_kv kv[] = { { "k", big } };
+	const char *got, *m;
+	FILE *f;
+
+	memset(big, 'x', sizeof(big) - 1);
+	for (int i = 0; i < 3; i++) {
+		f = log_capture();
+		log_init("egress-test", LOG_OUT_LOGFMT, false, false);
+		errno = ENOENT;
+		if (i == 0)
+			log_info("%s", big);
+		else if (i == 1)
+			log_kv(LOG_LVL_INFO, kv, 1);
+		else
+			log_warn("%s", big);
+		got = log_read(f);
+		m = strstr(got, "level=");
+		ck_assert_ptr_nonnull(m);
+		m = strchr(m, ' ') + 1;
+		if (i < 2) {
+			ck_assert_uint_eq(strlen(m), 2047 + 1);
+			ck_assert_int_eq(m[2047], '\n');
+			ck_assert_int_eq(m[i == 1 ? 2 : 0], 'x');
+		} else {
+			ck_assert_uint_eq(strspn(m, "x"), 2047);
+			ck_assert_str_eq(m + 2047, " error=No such file or directory\n");
+		}
+	}
+}
+END_TEST
+
 START_TEST(test_batch)
 {
 	FILE *f = log_capture();
@@ -311,6 +392,11 @@ log_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("logfmt values: quoted when they need it");
 	tcase_add_test(tc, test_value);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("lines made without a format (log_kv), numbers, the cut");
+	tcase_add_test(tc, test_kv);
+	tcase_add_loop_test(tc, test_u64, 0, NELEM(u64_cases));
+	tcase_add_test(tc, test_cut);
 	suite_add_tcase(s, tc);
 	return s;
 }
