@@ -1002,6 +1002,8 @@ static const struct {
 	{ "0.0.0.0", "0.0.0.0" },
 	{ "255.255.255.255", "255.255.255.255" },
 	{ "127.0.0.1", "127.0.0.1" },
+	{ "10.99.100.9", "10.99.100.9" },
+	{ "9.10.199.250", "9.10.199.250" },
 	{ "::", "::" },
 	{ "::1", "::1" },
 	{ "0:0:0:0:0:0:0:1", "::1" },
@@ -1039,6 +1041,23 @@ START_TEST(test_addr_roundtrip)
 	/* and back */
 	ck_assert_int_eq(addr_parse(out, strlen(out), &b), 0);
 	ck_assert(addr_equal(&a, &b));
+}
+END_TEST
+
+/* IPv4 is formatted by hand: every octet value, in every position, as inet_ntop has it. */
+START_TEST(test_addr_format_v4)
+{
+	struct addr a = { .family = AF_INET };
+	char out[EGRESS_ADDRSTRLEN], want[INET_ADDRSTRLEN];
+	unsigned v = (unsigned)_i;
+
+	a.b[0] = (uint8_t)v;
+	a.b[1] = (uint8_t)(255 - v);
+	a.b[2] = (uint8_t)(v * 7);
+	a.b[3] = (uint8_t)(v / 3);
+	ck_assert_ptr_nonnull(inet_ntop(AF_INET, a.b, want, sizeof(want)));
+	addr_format(&a, out);
+	ck_assert_str_eq(out, want);
 }
 END_TEST
 
@@ -1398,6 +1417,7 @@ addr_suite(void)
 	} while (0)
 
 	LOOP_CASE("addr_parse/addr_format round trip", test_addr_roundtrip, NELEM(addr_ok));
+	LOOP_CASE("addr_format of IPv4, every octet value", test_addr_format_v4, 256);
 	LOOP_CASE("addr_parse refuses", test_addr_bad, NELEM(addr_bad));
 	ONE_CASE("addr_parse length, addr_equal", test_addr_parse_len);
 	LOOP_CASE("addr_port_parse", test_addr_port_parse, NELEM(addr_ports));
