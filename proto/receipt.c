@@ -76,6 +76,30 @@ rcpt_put(struct rcpt_enc *e, const char *s, size_t len)
 	b->len += len;
 }
 
+/* The decimal text of u, after a '-' if neg: written by hand, not formatted. */
+static void
+rcpt_digits(struct rcpt_enc *e, unsigned long long u, bool neg)
+{
+	char buf[24], *p = buf + sizeof(buf);
+
+	do
+		*--p = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (neg)
+		*--p = '-';
+	rcpt_put(e, p, (size_t)(buf + sizeof(buf) - p));
+}
+
+/* A JSON number member: ,"key":v. */
+static void
+rcpt_num(struct rcpt_enc *e, const char *key, long long v)
+{
+	rcpt_put(e, ",\"", 2);
+	rcpt_put(e, key, strlen(key));
+	rcpt_put(e, "\":", 2);
+	rcpt_digits(e, v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v, v < 0);
+}
+
 /*
  * A JSON string member; bytes outside printable ASCII are escaped. The key (a member name
  * of this file) and the quotes are copied, not formatted: vsnprintf for each was a fifth
@@ -148,8 +172,13 @@ rcpt_encode(struct rcpt_line *out, const struct receipt *r, uint64_t seq, const 
 	char hex[2 * EGRESS_HOST_INPUT_MAX + 1];
 
 	out->len = 0;
-	rcpt_printf(&e, "{\"seq\":%llu,\"prev\":\"%s\",\"event\":\"%s\"",
-	    (unsigned long long)seq, prev, rcpt_events[r->event]);
+	rcpt_put(&e, "{\"seq\":", 7);
+	rcpt_digits(&e, seq, false);
+	rcpt_put(&e, ",\"prev\":\"", 9);
+	rcpt_put(&e, prev, strlen(prev));
+	rcpt_put(&e, "\",\"event\":\"", 11);
+	rcpt_put(&e, rcpt_events[r->event], strlen(rcpt_events[r->event]));
+	rcpt_put(&e, "\"", 1);
 	if (r->id)
 		rcpt_str(&e, "id", r->id);
 	rcpt_str(&e, "time", time);
@@ -168,7 +197,7 @@ rcpt_encode(struct rcpt_line *out, const struct receipt *r, uint64_t seq, const 
 		rcpt_str(&e, "raw", hex);
 	}
 	if (r->port >= 0)
-		rcpt_printf(&e, ",\"port\":%d", r->port);
+		rcpt_num(&e, "port", r->port);
 	if (r->addr)
 		rcpt_str(&e, "addr", r->addr);
 	if (r->via)
@@ -186,21 +215,23 @@ rcpt_encode(struct rcpt_line *out, const struct receipt *r, uint64_t seq, const 
 	if (r->sig)
 		rcpt_str(&e, "sig", r->sig);
 	if (r->bytes_up >= 0)
-		rcpt_printf(&e, ",\"bytes_up\":%lld", (long long)r->bytes_up);
+		rcpt_num(&e, "bytes_up", (long long)r->bytes_up);
 	if (r->bytes_down >= 0)
-		rcpt_printf(&e, ",\"bytes_down\":%lld", (long long)r->bytes_down);
+		rcpt_num(&e, "bytes_down", (long long)r->bytes_down);
 	if (r->duration_ms >= 0)
-		rcpt_printf(&e, ",\"duration_ms\":%lld", (long long)r->duration_ms);
+		rcpt_num(&e, "duration_ms", (long long)r->duration_ms);
 	if (r->count > 1)
-		rcpt_printf(&e, ",\"count\":%u", r->count);
+		rcpt_num(&e, "count", (long long)r->count);
 	if (key != NULL && !e.overflow) {
 		char mac[RCPT_HEX_LEN + 1];
 
 		rcpt_mac_hex(key, out->s, out->len, mac);
-		rcpt_printf(&e, ",\"mac\":\"hmac-sha256:%s\"", mac);
+		rcpt_put(&e, ",\"mac\":\"hmac-sha256:", 20);
+		rcpt_put(&e, mac, RCPT_HEX_LEN);
+		rcpt_put(&e, "\"", 1);
 	}
-	rcpt_printf(&e, "}");
-	/* rcpt_printf keeps len below the size: the newline always fits. */
+	rcpt_put(&e, "}", 1);
+	/* rcpt_put keeps len below the size: the newline always fits. */
 	return e.overflow ? -1 : 0;
 }
 

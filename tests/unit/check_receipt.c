@@ -17,6 +17,9 @@
 
 #include <openssl/evp.h>
 
+#include <limits.h>
+#include <stdint.h>
+
 #include "receipt.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -336,6 +339,50 @@ START_TEST(test_via_order)
 }
 END_TEST
 
+/*
+ * The whole line, byte for byte: numbers (the largest seq, a zero, counts of a collapsed
+ * denial), escapes, and the member order. Written by hand since 2026-12-03; the same
+ * lines as the vsnprintf encoder's before it.
+ */
+START_TEST(test_exact_line)
+{
+	struct receipt r = { 0 };
+	struct rcpt_line l;
+	static const char *const want[] = {
+		"{\"seq\":18446744073709551615,\"prev\":\"" RCPT_PREV_ZERO "\",\"event\":\"close\","
+		"\"id\":\"c-1\",\"time\":\"2026-12-01T10:00:00.000Z\",\"principal\":\"ci\","
+		"\"host\":\"a.example\",\"port\":0,\"reason\":\"allowed\",\"close\":\"q\\\"b\\\\\\u0001\","
+		"\"bytes_up\":0,\"bytes_down\":123456789012,\"duration_ms\":9223372036854775807}",
+		"{\"seq\":1,\"prev\":\"" RCPT_PREV_ZERO "\",\"event\":\"deny\",\"id\":\"c-1\","
+		"\"time\":\"2026-12-01T10:00:00.000Z\",\"principal\":\"ci\",\"host\":\"a.example\","
+		"\"port\":65535,\"reason\":\"allowed\",\"count\":4294967295}",
+	};
+
+	r.event = RECEIPT_CLOSE;
+	r.id = "c-1";
+	r.principal = "ci";
+	r.host = "a.example";
+	r.port = 0;
+	r.close = "q\"b\\\x01";
+	r.bytes_up = 0;
+	r.bytes_down = 123456789012LL;
+	r.duration_ms = INT64_MAX;
+	ck_assert_int_eq(rcpt_encode(&l, &r, UINT64_MAX, RCPT_PREV_ZERO,
+	    "2026-12-01T10:00:00.000Z", NULL), 0);
+	l.s[l.len] = '\0';
+	ck_assert_str_eq(l.s, want[0]);
+	r.event = RECEIPT_DENY;
+	r.close = NULL;
+	r.port = 65535;
+	r.bytes_up = r.bytes_down = r.duration_ms = -1;
+	r.count = UINT_MAX;
+	ck_assert_int_eq(rcpt_encode(&l, &r, 1, RCPT_PREV_ZERO, "2026-12-01T10:00:00.000Z",
+	    NULL), 0);
+	l.s[l.len] = '\0';
+	ck_assert_str_eq(l.s, want[1]);
+}
+END_TEST
+
 START_TEST(test_sig_format_parse)
 {
 	uint8_t raw[EGRESS_ED25519_SIGLEN], back[EGRESS_ED25519_SIGLEN];
@@ -507,6 +554,7 @@ main(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("via");
 	tcase_add_test(tc, test_via_order);
+	tcase_add_test(tc, test_exact_line);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("tamper");
 	tcase_add_unchecked_fixture(tc, keys_setup, keys_teardown);
