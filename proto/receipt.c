@@ -100,6 +100,26 @@ rcpt_num(struct rcpt_enc *e, const char *key, long long v)
 	rcpt_digits(e, v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v, v < 0);
 }
 
+/* The bytes a JSON string holds as they are: printable ASCII but '"' and '\\' (NUL not). */
+static const unsigned char rcpt_plain[256] = {
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+};
+
 /*
  * A JSON string member; bytes outside printable ASCII are escaped. The key (a member name
  * of this file) and the quotes are copied, not formatted: vsnprintf for each was a fifth
@@ -118,8 +138,7 @@ rcpt_str(struct rcpt_enc *e, const char *key, const char *v)
 		size_t run = 0;
 
 		/* Runs of plain bytes are copied as they are; only the rest is formatted. */
-		while (p[run] != '\0' && p[run] >= 0x20 && p[run] < 0x7f && p[run] != '"' &&
-		    p[run] != '\\')
+		while (rcpt_plain[p[run]])
 			run++;
 		if (run > 0) {
 			if (run >= sizeof(b->s) - b->len) {

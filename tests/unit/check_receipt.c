@@ -383,6 +383,32 @@ START_TEST(test_exact_line)
 }
 END_TEST
 
+/* Every byte value in a string member: as it is, or escaped as JSON has it. */
+START_TEST(test_str_bytes)
+{
+	struct receipt r = { 0 };
+	struct rcpt_line l;
+	unsigned char b = (unsigned char)(_i + 1);
+	char v[4] = { 'a', (char)b, 'z', '\0' }, want[32], *m;
+
+	r.event = RECEIPT_CLOSE;
+	r.close = v;
+	r.port = -1;
+	r.bytes_up = r.bytes_down = r.duration_ms = -1;
+	ck_assert_int_eq(rcpt_encode(&l, &r, 1, RCPT_PREV_ZERO, "t", NULL), 0);
+	l.s[l.len] = '\0';
+	if (b == '"' || b == '\\')
+		snprintf(want, sizeof(want), "\"close\":\"a\\%cz\"}", b);
+	else if (b >= 0x20 && b < 0x7f)
+		snprintf(want, sizeof(want), "\"close\":\"a%cz\"}", b);
+	else
+		snprintf(want, sizeof(want), "\"close\":\"a\\u%04xz\"}", b);
+	m = strstr(l.s, "\"close\":");
+	ck_assert_ptr_nonnull(m);
+	ck_assert_str_eq(m, want);
+}
+END_TEST
+
 START_TEST(test_sig_format_parse)
 {
 	uint8_t raw[EGRESS_ED25519_SIGLEN], back[EGRESS_ED25519_SIGLEN];
@@ -555,6 +581,7 @@ main(void)
 	tc = tcase_create("via");
 	tcase_add_test(tc, test_via_order);
 	tcase_add_test(tc, test_exact_line);
+	tcase_add_loop_test(tc, test_str_bytes, 0, 255);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("tamper");
 	tcase_add_unchecked_fixture(tc, keys_setup, keys_teardown);
