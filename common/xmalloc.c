@@ -25,13 +25,28 @@ xmalloc(size_t n)
 	return p;
 }
 
+/*
+ * Small blocks by malloc and memset: glibc 2.36's calloc never takes from the thread
+ * cache, which holds blocks up to about 1 KiB. Larger ones by calloc, whose fresh pages
+ * stay untouched (and out of the RSS) until used.
+ */
+#define XCALLOC_SMALL 1024
+
 void *
 xcalloc(size_t nmemb, size_t size)
 {
-	void *p = calloc(nmemb ? nmemb : 1, size ? size : 1);
+	size_t n;
+	void *p;
 
+	if (size != 0 && nmemb > SIZE_MAX / size)
+		xmalloc_fail(SIZE_MAX);
+	n = nmemb != 0 && size != 0 ? nmemb * size : 1;
+	if (n > XCALLOC_SMALL)
+		p = calloc(1, n);
+	else if ((p = malloc(n)) != NULL)
+		memset(p, 0, n);
 	if (p == NULL)
-		xmalloc_fail(nmemb * size);
+		xmalloc_fail(n);
 	return p;
 }
 
