@@ -114,17 +114,27 @@ receipt_now(char out[32])
 {
 	/* The seconds' text is made once a second (as the log's, common/log.c). */
 	static char stamp[24];
+	static size_t stamp_len;
 	static time_t stamp_sec = -1;
 	struct timespec ts;
 	struct tm tm;
+	long ms;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	if (ts.tv_sec != stamp_sec) {
 		gmtime_r(&ts.tv_sec, &tm);
-		strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+		stamp_len = strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S.", &tm);
 		stamp_sec = ts.tv_sec;
 	}
-	snprintf(out, 32, "%.20s.%03dZ", stamp, (int)(ts.tv_nsec / 1000000) % 1000);
+	/* The milliseconds by hand: snprintf's were 1 200 instructions a record
+	 * (callgrind; at most 23 + 5 bytes of out's 32). */
+	memcpy(out, stamp, stamp_len);
+	ms = ts.tv_nsec / 1000000 % 1000;
+	out[stamp_len] = (char)('0' + ms / 100);
+	out[stamp_len + 1] = (char)('0' + ms / 10 % 10);
+	out[stamp_len + 2] = (char)('0' + ms % 10);
+	out[stamp_len + 3] = 'Z';
+	out[stamp_len + 4] = '\0';
 }
 
 static void
