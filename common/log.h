@@ -58,6 +58,12 @@ struct log_kv {
 	const char *v;
 };
 void log_kv(enum log_level lvl, const struct log_kv *kv, size_t n);
+/*
+ * The UTC time now, RFC 3339 with milliseconds ("2026-12-03T14:54:16.154Z"): the text of
+ * the log lines' time= and of the receipts' "time". Returns its length.
+ */
+#define LOG_UTC_LEN 32
+size_t log_utc_ms(char out[LOG_UTC_LEN]);
 /* The decimal text of v, at the end of buf (returned). */
 #define LOG_U64_LEN 21
 const char *log_u64(unsigned long long v, char buf[LOG_U64_LEN]);

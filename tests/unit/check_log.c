@@ -239,6 +239,31 @@ START_TEST(test_kv)
 }
 END_TEST
 
+/* The time text of lines and receipts: RFC 3339, UTC, milliseconds, within a second of now. */
+START_TEST(test_utc_ms)
+{
+	char out[LOG_UTC_LEN], want[32];
+	regex_t re;
+	time_t before = time(NULL), after;
+	struct tm tm;
+	size_t n = log_utc_ms(out);
+
+	after = time(NULL);
+	ck_assert_uint_eq(n, strlen(out));
+	ck_assert_int_eq(regcomp(&re, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}"
+	    "\\.[0-9]{3}Z$", REG_EXTENDED | REG_NOSUB), 0);
+	ck_assert_msg(regexec(&re, out, 0, NULL, 0) == 0, "'%s'", out);
+	regfree(&re);
+	gmtime_r(&before, &tm);
+	strftime(want, sizeof(want), "%Y-%m-%dT%H:%M:%S", &tm);
+	if (strncmp(out, want, 19) != 0) {
+		gmtime_r(&after, &tm);
+		strftime(want, sizeof(want), "%Y-%m-%dT%H:%M:%S", &tm);
+		ck_assert_msg(strncmp(out, want, 19) == 0, "'%s' is not now", out);
+	}
+}
+END_TEST
+
 static const struct {
 	unsigned long long v;
 	const char *want;
@@ -397,6 +422,7 @@ log_suite(void)
 	tcase_add_test(tc, test_kv);
 	tcase_add_loop_test(tc, test_u64, 0, NELEM(u64_cases));
 	tcase_add_test(tc, test_cut);
+	tcase_add_test(tc, test_utc_ms);
 	suite_add_tcase(s, tc);
 	return s;
 }
