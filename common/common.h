@@ -93,6 +93,9 @@ void egress_sha256(const void *buf, size_t len, uint8_t out[EGRESS_SHA256_LEN]);
 void egress_hmac_sha256(const uint8_t *key, size_t keylen, const void *buf, size_t len,
     uint8_t out[EGRESS_SHA256_LEN]);
 void egress_hex(const uint8_t *in, size_t len, char *out);
+/* The decimal text of v, written at the end of buf; returns where it starts. */
+#define EGRESS_U64_LEN 21
+const char *egress_u64(unsigned long long v, char buf[EGRESS_U64_LEN]);
 /* Compares n bytes in constant time; 0 when equal. */
 int egress_timingsafe_bcmp(const void *a, const void *b, size_t n);
 

@@ -1,5 +1,6 @@
 /*
- * digest.c: SHA-256, HMAC-SHA256 (libcrypto) and key files. Keys are read raw and
+ * digest.c: SHA-256, HMAC-SHA256 (libcrypto) and key files, and the text of digests and
+ * numbers (egress_hex, egress_u64). Keys are read raw and
  * wiped after use; a key file must be a regular file of EGRESS_KEY_MIN..EGRESS_KEY_MAX bytes.
  * Ed25519 keys are PEM (libcrypto parses them); a public key file is trusted for no more
  * than the keys it holds (at most EGRESS_ED25519_PUBS_MAX).
@@ -90,6 +91,18 @@ egress_hmac_sha256(const uint8_t *key, size_t keylen, const void *buf, size_t le
 	if (EVP_MAC_update(ctx, buf, len) != 1 || EVP_MAC_final(ctx, out, &n,
 	    EGRESS_SHA256_LEN) != 1 || n != EGRESS_SHA256_LEN)
 		digest_fail("HMAC-SHA256");
+}
+
+const char *
+egress_u64(unsigned long long v, char buf[EGRESS_U64_LEN])
+{
+	char *p = buf + EGRESS_U64_LEN - 1;
+
+	*p = '\0';
+	do
+		*--p = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	return p;
 }
 
 void

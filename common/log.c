@@ -260,18 +260,6 @@ log_kv(enum log_level lvl, const struct log_kv *kv, size_t n)
 	log_emit(lvl, "%s", msg);
 }
 
-const char *
-log_u64(unsigned long long v, char buf[LOG_U64_LEN])
-{
-	char *p = buf + LOG_U64_LEN - 1;
-
-	*p = '\0';
-	do
-		*--p = (char)('0' + v % 10);
-	while ((v /= 10) != 0);
-	return p;
-}
-
 void
 log_emitv(enum log_level lvl, int flags, const char *func, const char *fmt, va_list ap)
 {

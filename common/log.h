@@ -64,9 +64,6 @@ void log_kv(enum log_level lvl, const struct log_kv *kv, size_t n);
  */
 #define LOG_UTC_LEN 32
 size_t log_utc_ms(char out[LOG_UTC_LEN]);
-/* The decimal text of v, at the end of buf (returned). */
-#define LOG_U64_LEN 21
-const char *log_u64(unsigned long long v, char buf[LOG_U64_LEN]);
 
 #define log_debug(...) log_emit(LOG_LVL_DEBUG, __VA_ARGS__)
 #define log_info(...) log_emit(LOG_LVL_INFO, __VA_ARGS__)

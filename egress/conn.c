@@ -115,12 +115,12 @@ conn_receipt_base(const struct conn *c, struct receipt *r, enum receipt_event ev
 void
 conn_log(const struct conn *c, const char *event, enum egress_reason reason, const char *why)
 {
-	char wbuf[256], port[LOG_U64_LEN];
+	char wbuf[256], port[EGRESS_U64_LEN];
 	struct log_kv kv[9] = {
 		{ "event", event }, { "principal", c->p->name }, { "id", c->id },
 		{ "frontend", frontend_names[c->fe] ? frontend_names[c->fe] : "-" },
 		{ "host", c->has_host ? c->host.name : "-" },
-		{ "port", conn_port(c) >= 0 ? log_u64((unsigned)c->port, port) : "-" },
+		{ "port", conn_port(c) >= 0 ? egress_u64((unsigned)c->port, port) : "-" },
 		{ "addr", c->addr_text[0] ? c->addr_text : "-" },
 		{ "reason", egress_reason_name(reason) },
 		{ "why", why ? log_value(why, wbuf, sizeof(wbuf)) : NULL },
@@ -133,13 +133,13 @@ conn_log(const struct conn *c, const char *event, enum egress_reason reason, con
 static void
 conn_log_close(const struct conn *c, enum egress_reason reason, const char *cause)
 {
-	char port[LOG_U64_LEN], up[LOG_U64_LEN], down[LOG_U64_LEN];
+	char port[EGRESS_U64_LEN], up[EGRESS_U64_LEN], down[EGRESS_U64_LEN];
 	const struct log_kv kv[] = {
 		{ "event", "close" }, { "principal", c->p->name }, { "id", c->id },
-		{ "host", c->host.name }, { "port", log_u64(c->port, port) },
+		{ "host", c->host.name }, { "port", egress_u64(c->port, port) },
 		{ "reason", egress_reason_name(reason) }, { "close", cause },
-		{ "bytes_up", log_u64((unsigned long long)c->bytes_up, up) },
-		{ "bytes_down", log_u64((unsigned long long)c->bytes_down, down) },
+		{ "bytes_up", egress_u64((unsigned long long)c->bytes_up, up) },
+		{ "bytes_down", egress_u64((unsigned long long)c->bytes_down, down) },
 	};
 
 	log_kv(LOG_LVL_INFO, kv, sizeof(kv) / sizeof(kv[0]));

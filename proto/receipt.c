@@ -76,18 +76,16 @@ rcpt_put(struct rcpt_enc *e, const char *s, size_t len)
 	b->len += len;
 }
 
-/* The decimal text of u, after a '-' if neg: written by hand, not formatted. */
+/* The decimal text of u, after a '-' if neg (egress_u64), not formatted. */
 static void
 rcpt_digits(struct rcpt_enc *e, unsigned long long u, bool neg)
 {
-	char buf[24], *p = buf + sizeof(buf);
+	char buf[EGRESS_U64_LEN];
+	const char *d = egress_u64(u, buf);
 
-	do
-		*--p = (char)('0' + u % 10);
-	while ((u /= 10) != 0);
 	if (neg)
-		*--p = '-';
-	rcpt_put(e, p, (size_t)(buf + sizeof(buf) - p));
+		rcpt_put(e, "-", 1);
+	rcpt_put(e, d, strlen(d));
 }
 
 /* A JSON number member: ,"key":v. */

@@ -339,6 +339,23 @@ START_TEST(test_via_order)
 }
 END_TEST
 
+/* egress_u64 (common/digest.c), the digits of a record's numbers. */
+static const struct {
+	unsigned long long v;
+	const char *want;
+} u64_cases[] = {
+	{ 0, "0" }, { 7, "7" }, { 10, "10" }, { 443, "443" }, { 65535, "65535" },
+	{ 18446744073709551615ULL, "18446744073709551615" },
+};
+
+START_TEST(test_u64)
+{
+	char buf[EGRESS_U64_LEN];
+
+	ck_assert_str_eq(egress_u64(u64_cases[_i].v, buf), u64_cases[_i].want);
+}
+END_TEST
+
 /*
  * The whole line, byte for byte: numbers (the largest seq, a zero, counts of a collapsed
  * denial), escapes, and the member order. Written by hand since 2026-12-03; the same
@@ -581,6 +598,7 @@ main(void)
 	tc = tcase_create("via");
 	tcase_add_test(tc, test_via_order);
 	tcase_add_test(tc, test_exact_line);
+	tcase_add_loop_test(tc, test_u64, 0, NELEM(u64_cases));
 	tcase_add_loop_test(tc, test_str_bytes, 0, 255);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("tamper");
