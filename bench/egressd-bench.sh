@@ -438,16 +438,25 @@ fi
 # the CPU per setup over the sequential (pinned) and CONC-way runs, against SETUP_R
 # [haproxy]; with it, the rates carrying the ClientHello, against haproxy's. What the floor
 # spends more than haproxy is out of reach of any egressd that keeps the SPEC's promises.
+# A third floor, "egress" (make's floorproxy only: it links egressd's parsers), is the
+# guarded one plus the rest of the SPEC's work done with egressd's own code (the head
+# parsed, a decision of the 100-rule policy, the ClientHello scanned and its SNI matched,
+# the engine under seccomp, each record chained and MACed with the receipt key): what
+# egressd costs beyond it is its event framework, not what the SPEC makes it do.
 declare -A FLOOR_SEQ FLOOR_PAR
 FP=$B/bench/floorproxy
-if [ ! -x "$FP" ]; then
+FMODES="plain guard"
+if [ -x "$FP" ] && [ -n "$KEYLINE" ]; then
+	FMODES="plain guard egress"
+elif [ ! -x "$FP" ]; then
 	FP=$T/floorproxy
-	${CC:-cc} -O2 -o "$FP" "$SRC/floorproxy.c" 2>"$T/floorproxy.cc" || FP=
+	${CC:-cc} -O2 -o "$FP" "$SRC/floorproxy.c" -lcrypto 2>"$T/floorproxy.cc" || FP=
 fi
 if [ -n "$FP" ] && [ -n "${PATHOF[haproxy]:-}" ] && [ -r "$HELLO" ]; then
-	for mode in plain guard; do
+	for mode in $FMODES; do
 		fopt=()
 		[ "$mode" = plain ] && fopt=(-n)       # no guard: the open before the "200"
+		[ "$mode" = egress ] && fopt=(-k "$T/receipt.key" -e "$T/sni-match.policy")
 		"$FP" "${fopt[@]}" -l "$T/floor-$mode.sock" -t "$TARGET" \
 		    -r "$T/floor-$mode.jsonl" 2>"$T/floor-$mode.err" &
 		PIDS+=($!)
@@ -461,8 +470,13 @@ if [ -n "$FP" ] && [ -n "${PATHOF[haproxy]:-}" ] && [ -r "$HELLO" ]; then
 		PIDOF[floor-$mode]="$fpid${fe:+ $fe}"
 		PATHOF[floor-$mode]=unix-http:$T/floor-$mode.sock
 		fargs=(-t "$TARGET")
-		[ "$mode" = guard ] && fargs=(-t "$HELLO_NAME:$UP" -P "$HELLO")
-		wait_ready "${PATHOF[floor-$mode]}" "${fargs[1]}" || continue
+		[ "$mode" != plain ] && fargs=(-t "$HELLO_NAME:$UP" -P "$HELLO")
+		if [ "$mode" = egress ]; then
+			# It takes only a ClientHello after the "200", which a readiness probe lacks.
+			bench_wait_socket "$T/floor-$mode.sock" || continue
+		else
+			wait_ready "${PATHOF[floor-$mode]}" "${fargs[1]}" || continue
+		fi
 		if [ "$PIN" = 1 ]; then
 			pin 0 "${PIDOF[floor-$mode]}"
 			WRAP=(taskset -c 0)
@@ -480,9 +494,54 @@ if [ -n "$FP" ] && [ -n "${PATHOF[haproxy]:-}" ] && [ -r "$HELLO" ]; then
 		f2=$(ticks "${PIDOF[floor-$mode]}")
 		if [ "$mode" = plain ]; then
 			FLOOR_CPU=$(per "$f0" "$f2" $((SEQ + PAR)) 1000000)
-		else
+		elif [ "$mode" = guard ]; then
 			FLOOR_GCPU=$(per "$f0" "$f1" "$SEQ" 1000000)
 		fi
+	done
+fi
+
+# --- issue 17 in turn: egressd (sni match), haproxy and the egress floor, guarded --------
+# One pinned sequential run of each, carrying the ClientHello, BENCH_AB rounds (7) in
+# turn, and the median of the per-round ratios: one measurement each is at the mercy of
+# the VM's drift (haproxy's own CPU per setup moved from 95 to 118 us within an hour).
+# CPU is the processes' run time from /proc/PID/task/*/schedstat (ns), not clock ticks.
+runtime_ns() {
+	local v=0 p t n
+
+	for p in $1; do
+		for t in /proc/"$p"/task/*/schedstat; do
+			read -r n _ <"$t" 2>/dev/null || continue
+			v=$((v + n))
+		done
+	done
+	echo "$v"
+}
+T17_SEQ=() T17_CPU=() T17_FSEQ=() T17_FCPU=() T17_EF=()
+if [ "$PIN" = 1 ] && [ -n "${PATHOF[floor-egress]:-}" ] && [ -n "${PIDOF[haproxy]:-}" ] &&
+    [ -n "${ENGINE_PID:-}" ]; then
+	declare -A R17 C17
+	for _ in $(seq 1 "${BENCH_AB:-7}"); do
+		for n in egressd haproxy floor-egress; do
+			case $n in
+			egressd) tp=unix-http:$T/run/sni-match.sock targ=(-t "$HELLO_NAME:$UP") ;;
+			haproxy) tp=${PATHOF[haproxy]} targ=(-t "$TARGET") ;;
+			*) tp=${PATHOF[$n]} targ=(-t "$HELLO_NAME:$UP") ;;
+			esac
+			pin 0 "${PIDOF[$n]}"
+			WRAP=(taskset -c 0)
+			c0=$(runtime_ns "${PIDOF[$n]}")
+			R17[$n]=$(measure per_s setups -p "$tp" "${targ[@]}" -n "$SEQ" -c 1 \
+			    -P "$HELLO" -T "$(cap 60)")
+			C17[$n]=$(awk -v a="$c0" -v b="$(runtime_ns "${PIDOF[$n]}")" -v n="$SEQ" \
+			    'BEGIN { printf "%.1f", (b - a) / n / 1000 }')
+			pin "$ALLCPUS" "${PIDOF[$n]}"
+			WRAP=()
+		done
+		T17_SEQ+=("$(ratio "${R17[egressd]}" "${R17[haproxy]}")")
+		T17_CPU+=("$(ratio "${C17[egressd]}" "${C17[haproxy]}")")
+		T17_FSEQ+=("$(ratio "${R17[floor-egress]}" "${R17[haproxy]}")")
+		T17_FCPU+=("$(ratio "${C17[floor-egress]}" "${C17[haproxy]}")")
+		T17_EF+=("${C17[egressd]}/${C17[haproxy]}/${C17[floor-egress]}")
 	done
 fi
 
@@ -714,12 +773,36 @@ if [ -n "${FLOOR_PAR[guard]:-}" ]; then
 	bench_row "" "17 egressd/floor CPU per setup" \
 	    "$(ratio "${SETUP_R[egressd]}" "${FLOOR_CPU:-}")"
 fi
-bench_target "17 setups seq egressd/haproxy ($ONE)" \
-    "$(ratio "${SNI_SEQ[match]:-}" "${SNI_SEQ[haproxy]:-}")" ge 1.00
-bench_target "17 setups $CONC-way egressd/haproxy" \
-    "$(ratio "${SNI_PAR[match]:-}" "${SNI_PAR[haproxy]:-}")" ge 1.00
-bench_target "17 CPU per setup egressd/haproxy" \
-    "$(ratio "${SETUP_R[egressd]}" "${SETUP_R[haproxy]}")" le 1.00
+if [ "${#T17_SEQ[@]}" -gt 0 ]; then
+	# In turn (egressd, haproxy, the egress floor; guarded, pinned, schedstat CPU): the
+	# targets judge the medians; the one-shot figures above are for information.
+	echo "  in turn, ${#T17_SEQ[@]} rounds, guarded seq ($ONE), CPU us per setup" \
+	    "egressd/haproxy/egress floor: ${T17_EF[*]}"
+	echo "    setups seq egressd/haproxy: ${T17_SEQ[*]}; CPU egressd/haproxy: ${T17_CPU[*]}"
+	echo "    setups seq egress floor/haproxy: ${T17_FSEQ[*]}; CPU egress floor/haproxy:" \
+	    "${T17_FCPU[*]}"
+	bench_row "what is out of reach" "17 egress floor/haproxy setups seq, median" \
+	    "$(median "${T17_FSEQ[@]}")"
+	bench_row "what is out of reach" "17 egress floor/haproxy CPU per setup, median" \
+	    "$(median "${T17_FCPU[@]}")"
+	bench_row "one measurement each" "17 setups seq egressd/haproxy ($ONE)" \
+	    "$(ratio "${SNI_SEQ[match]:-}" "${SNI_SEQ[haproxy]:-}")"
+	bench_row "one measurement each" "17 CPU per setup egressd/haproxy (unguarded)" \
+	    "$(ratio "${SETUP_R[egressd]}" "${SETUP_R[haproxy]}")"
+	bench_target "17 setups seq egressd/haproxy ($ONE), median" "$(median "${T17_SEQ[@]}")" \
+	    ge 1.00
+	bench_target "17 setups $CONC-way egressd/haproxy" \
+	    "$(ratio "${SNI_PAR[match]:-}" "${SNI_PAR[haproxy]:-}")" ge 1.00
+	bench_target "17 CPU per guarded setup egressd/haproxy, median" \
+	    "$(median "${T17_CPU[@]}")" le 1.00
+else
+	bench_target "17 setups seq egressd/haproxy ($ONE)" \
+	    "$(ratio "${SNI_SEQ[match]:-}" "${SNI_SEQ[haproxy]:-}")" ge 1.00
+	bench_target "17 setups $CONC-way egressd/haproxy" \
+	    "$(ratio "${SNI_PAR[match]:-}" "${SNI_PAR[haproxy]:-}")" ge 1.00
+	bench_target "17 CPU per setup egressd/haproxy" \
+	    "$(ratio "${SETUP_R[egressd]}" "${SETUP_R[haproxy]}")" le 1.00
+fi
 bench_target "17 system calls per setup (egressd)" "${SC_SETUP[egressd]:-}" le 30
 bench_target "17 bulk egressd/haproxy ($ONE)" "$r_bulk" ge 1.30
 bench_target "17 chain relay+egressd/haproxy ($ONE)" "$r_cb" ge 1.00

@@ -10,16 +10,29 @@
  *   guard: before the "200"); the relay; a "close" record, written but not waited for.
  *
  * What it leaves out makes it cheaper than egressd could ever be: no policy, no name
- * lookup (every tunnel goes to -t), no ClientHello parsing, no hash, MAC or signature in
- * the record writer, no log line, no limits. Its sockets are edge-triggered, so no
+ * lookup (every tunnel goes to -t), no ClientHello parsing, no checking of the records in
+ * the writer, no log line, no limits. With -k, the writer does what the SPEC makes every
+ * record cost (a hash chain and a MAC, docs/receipts.md) and nothing more: each line's
+ * prev is the SHA-256 of the line before it, its mac the HMAC-SHA256 under the key of
+ * "egress-receipt-1\0" and the line up to ,"mac", with contexts made once (the key's
+ * inner and outer states kept, the digest fetched once). Without -k, the line carries
+ * zeros there. With -e (built by make, which links egressd's own parsers: FLOOR_EGRESS),
+ * the engine also does the rest of what the SPEC makes a tunnel cost, with egressd's
+ * code and without its event framework: the CONNECT head parsed by http_parse_request,
+ * the host:port decided by policy_decide against the policy file, the ClientHello scanned
+ * by tls_scan and its SNI matched against the host (sni match), and every system call
+ * under a seccomp allow-list. Still left out: the name lookup (the policy's host goes to
+ * -t), the monitor's checking of what the engine sends, log lines and limits. Its sockets are edge-triggered, so no
  * epoll_ctl is spent but one ADD per socket, and a close removes it; a peer's FIN seen
  * with its last bytes (EPOLLRDHUP) ends the side without reading the 0. The writer
  * blocks in recv(2) on its channel, as it serves nothing else. A short write fails the
  * run (the benchmark's payloads are a few hundred bytes): the reference is for setups,
  * not bulk.
  *
- * usage: floorproxy [-n] -l SOCKET -t IPV4:PORT -r FILE
+ * usage: floorproxy [-n] [-k KEYFILE] [-e POLICY] -l SOCKET -t IPV4:PORT -r FILE
  *   -n  no guard: the open is written when the upstream connects, the "200" after it
+ *   -k  chain and MAC the records with the key in KEYFILE (egress-policy keygen's)
+ *   -e  egressd's parsing, a policy decision (POLICY), sni match and seccomp (see above)
  * It runs until killed (SIGTERM). The writer is the parent; the relaying child's pid is
  * its only child (pgrep -P), as egressd's engine is the monitor's.
  *
@@ -48,6 +61,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
+
+#ifdef FLOOR_EGRESS
+#include <seccomp.h>
+
+#include "http.h"
+#include "policy.h"
+#include "tls.h"
+#endif
+
 #define FP_HEAD_MAX 4096                /* the CONNECT head and the held first bytes */
 #define FP_BUF (64 * 1024)
 #define FP_BATCH (256 * 1024)
@@ -71,9 +95,17 @@ struct fp_conn {
 	struct fp_conn *next;           /* held, in the order of their records */
 	size_t hlen;
 	char head[FP_HEAD_MAX];
+#ifdef FLOOR_EGRESS
+	char host[EGRESS_HOST_MAX + 1]; /* -e: the request's canonical host */
+#endif
 };
 
 static bool fp_guard = true;
+#ifdef FLOOR_EGRESS
+static struct policy *fp_policy;        /* -e */
+static struct http_request fp_req;
+static uint8_t fp_scratch[EGRESS_TLS_SCRATCH];
+#endif
 static struct sockaddr_in fp_target;
 static int fp_ep = -1, fp_chan = -1, fp_lfd = -1;
 static struct fp_side fp_lside, fp_cside;     /* the listener's and channel's epoll tags */
@@ -160,6 +192,10 @@ fp_hold(struct fp_conn *c)
 }
 
 static bool fp_side_read(struct fp_side *s, uint32_t ev);
+#ifdef FLOOR_EGRESS
+static bool fp_request_ok(struct fp_conn *c);
+static bool fp_hello_ok(struct fp_conn *c);
+#endif
 
 static void
 fp_release(struct fp_conn *c)
@@ -232,6 +268,88 @@ fp_connect(struct fp_conn *c)
 	fp_connected(c);
 }
 
+#ifdef FLOOR_EGRESS
+/* -e: the head as egressd parses it, and the policy's decision on its host:port. */
+static bool
+fp_request_ok(struct fp_conn *c)
+{
+	struct proto_error err;
+	unsigned line = 0;
+
+	if (http_parse_request((const uint8_t *)c->head, c->hlen, &fp_req, &err) != PROTO_OK ||
+	    fp_req.kind != HTTP_CONNECT) {
+		fprintf(stderr, "floorproxy: a request refused: %s\n", err.why ? err.why : "-");
+		return false;
+	}
+	if (policy_decide(fp_policy, &fp_req.host, fp_req.port, &line) != EGRESS_ALLOWED) {
+		fprintf(stderr, "floorproxy: %s:%u not allowed\n", fp_req.host.name, fp_req.port);
+		return false;
+	}
+	memcpy(c->host, fp_req.host.name, sizeof(c->host));
+	return true;
+}
+
+/* -e: the held first bytes must be one whole ClientHello whose SNI is the host. */
+static bool
+fp_hello_ok(struct fp_conn *c)
+{
+	struct tls_result res;
+
+	tls_scan((const uint8_t *)c->head, c->hlen, true, fp_scratch, sizeof(fp_scratch), &res);
+	if (res.unit != TLS_HELLO || !res.has_sni || strcmp(res.sni, c->host) != 0) {
+		fprintf(stderr, "floorproxy: a ClientHello refused (this reference reads it in "
+		    "one read)\n");
+		return false;
+	}
+	return true;
+}
+
+/* -e: the engine's system calls, an allow-list; anything else kills it. */
+static void
+fp_seccomp(void)
+{
+	static const int calls[] = {
+		SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(close), SCMP_SYS(sendto),
+		SCMP_SYS(recvfrom), SCMP_SYS(epoll_wait), SCMP_SYS(epoll_ctl), SCMP_SYS(accept4),
+		SCMP_SYS(connect), SCMP_SYS(getpeername), SCMP_SYS(setsockopt),
+		SCMP_SYS(shutdown), SCMP_SYS(clock_gettime), SCMP_SYS(brk), SCMP_SYS(mmap),
+		SCMP_SYS(munmap), SCMP_SYS(exit_group), SCMP_SYS(rt_sigreturn), SCMP_SYS(newfstatat),
+		SCMP_SYS(fstat),
+	};
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
+	int rc = ctx == NULL ? -1 : 0;
+
+	for (size_t i = 0; rc == 0 && i < sizeof(calls) / sizeof(calls[0]); i++)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, calls[i], 0);
+	/* As egressd's engine: sockets of the families it connects to, and no other. */
+	if (rc == 0)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
+		    SCMP_A0(SCMP_CMP_EQ, AF_INET));
+	if (rc == 0)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
+		    SCMP_A0(SCMP_CMP_EQ, AF_INET6));
+	if (rc != 0 || seccomp_load(ctx) != 0)
+		fp_die("seccomp: the engine's filter");
+	seccomp_release(ctx);
+}
+
+static void
+fp_load_policy(const char *path)
+{
+	static uint8_t buf[1 << 20];
+	struct policy_diag d = { 0 };
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd == -1 ? -1 : read(fd, buf, sizeof(buf));
+
+	if (n < 0 || (size_t)n == sizeof(buf))
+		fp_die("%s: cannot read it", path);
+	close(fd);
+	if ((fp_policy = policy_load(path, buf, (size_t)n, NULL, &d)) == NULL)
+		fp_die("%s: %s", path, d.nerrors > 0 ? d.errors[0] : "not a policy");
+	policy_diag_free(&d);
+}
+#endif
+
 /* A side's edge: reads until drained. False when the tunnel ended (c is freed). */
 static bool
 fp_side_read(struct fp_side *s, uint32_t ev)
@@ -265,12 +383,20 @@ fp_side_read(struct fp_side *s, uint32_t ev)
 					break;  /* no head within the bound: the tunnel ends */
 				continue;
 			}
+#ifdef FLOOR_EGRESS
+			if (fp_policy != NULL && !fp_request_ok(c))
+				break;          /* refused: the tunnel ends */
+#endif
 			fp_connect(c);
 			return true;
 		}
 		if (c->state == FP_HELLO) {
 			/* The guard: the first bytes are held, then the open. */
 			c->hlen = (size_t)n;
+#ifdef FLOOR_EGRESS
+			if (fp_policy != NULL && !fp_hello_ok(c))
+				break;
+#endif
 			fp_hold(c);
 			if (ev & (EPOLLRDHUP | EPOLLHUP))
 				s->ready = true;        /* the EOF, after the release */
@@ -357,6 +483,10 @@ fp_engine(void)
 
 	if ((fp_ep = epoll_create1(EPOLL_CLOEXEC)) == -1)
 		fp_die("epoll_create1: %s", strerror(errno));
+#ifdef FLOOR_EGRESS
+	if (fp_policy != NULL)
+		fp_seccomp();
+#endif
 	fp_lside.fd = fp_lfd;
 	fp_cside.fd = fp_chan;
 	fp_add(&fp_lside, EPOLLIN);
@@ -382,6 +512,72 @@ fp_engine(void)
 	}
 }
 
+/* -k: the writer's MAC (the key's states made once) and digest, and the chain's head. */
+static EVP_MAC_CTX *fp_mac;
+static EVP_MD_CTX *fp_md;
+static EVP_MD *fp_sha256;
+static char fp_prev[65] = "0000000000000000000000000000000000000000000000000000000000000000";
+
+static void
+fp_key(const char *path)
+{
+	uint8_t key[64];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd == -1 ? -1 : read(fd, key, sizeof(key));
+	EVP_MAC *hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+	OSSL_PARAM params[] = {
+		OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA256", 0),
+		OSSL_PARAM_construct_end()
+	};
+
+	if (n < 16)
+		fp_die("%s: not a key", path);
+	close(fd);
+	if (hmac == NULL || (fp_mac = EVP_MAC_CTX_new(hmac)) == NULL ||
+	    EVP_MAC_init(fp_mac, key, (size_t)n, params) != 1 ||
+	    (fp_sha256 = EVP_MD_fetch(NULL, "SHA256", NULL)) == NULL ||
+	    (fp_md = EVP_MD_CTX_new()) == NULL)
+		fp_die("libcrypto: HMAC-SHA256");
+}
+
+static void
+fp_hex(const uint8_t *in, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 0xf];
+	}
+}
+
+/* One record line (without its newline): its prev, its mac, then the chain moves on. */
+static void
+fp_seal(char *line, size_t len)
+{
+	static const char ctx[] = "egress-receipt-1";   /* MACed with its NUL */
+	static const char pk[] = "\"prev\":\"sha256:", mk[] = ",\"mac\":\"hmac-sha256:";
+	char *prev = memmem(line, len, pk, sizeof(pk) - 1);
+	char *mac = memmem(line, len, mk, sizeof(mk) - 1);
+	uint8_t d[32];
+	size_t dl = 0;
+	unsigned int hl = 0;
+
+	if (prev == NULL || mac == NULL || (size_t)(line + len - mac) < sizeof(mk) - 1 + 64)
+		fp_die("a record without its prev or mac");
+	memcpy(prev + sizeof(pk) - 1, fp_prev, 64);
+	if (EVP_MAC_init(fp_mac, NULL, 0, NULL) != 1 ||
+	    EVP_MAC_update(fp_mac, (const uint8_t *)ctx, sizeof(ctx)) != 1 ||
+	    EVP_MAC_update(fp_mac, (const uint8_t *)line, (size_t)(mac - line)) != 1 ||
+	    EVP_MAC_final(fp_mac, d, &dl, sizeof(d)) != 1)
+		fp_die("libcrypto: HMAC-SHA256");
+	fp_hex(d, sizeof(d), mac + sizeof(mk) - 1);
+	if (EVP_DigestInit_ex2(fp_md, fp_sha256, NULL) != 1 ||
+	    EVP_DigestUpdate(fp_md, line, len) != 1 || EVP_DigestFinal_ex(fp_md, d, &hl) != 1)
+		fp_die("libcrypto: SHA-256");
+	fp_hex(d, sizeof(d), fp_prev);
+}
+
 /* The writer: each batch to the file (one write), its acknowledgement when it wants one. */
 static void __attribute__((noreturn))
 fp_writer(int rfd)
@@ -396,6 +592,11 @@ fp_writer(int rfd)
 			continue;
 		if (n <= 0)
 			exit(n == 0 ? 0 : 1);
+		for (char *l = b + 1, *e; fp_mac != NULL && l < b + n; l = e + 1) {
+			if ((e = memchr(l, '\n', (size_t)(b + n - l))) == NULL)
+				fp_die("a batch that does not end a line");
+			fp_seal(l, (size_t)(e - l));
+		}
 		if (write(rfd, b + 1, (size_t)n - 1) != n - 1)
 			fp_die("write to the record file: %s", strerror(errno));
 		if (b[0] != 0) {
@@ -409,16 +610,18 @@ fp_writer(int rfd)
 int
 main(int argc, char **argv)
 {
-	const char *path = NULL, *target = NULL, *rec = NULL;
+	const char *path = NULL, *target = NULL, *rec = NULL, *key = NULL, *pol = NULL;
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	int o, sp[2], rfd;
 	pid_t pid;
 	char host[64];
 	unsigned port;
 
-	while ((o = getopt(argc, argv, "nl:t:r:")) != -1) {
+	while ((o = getopt(argc, argv, "ne:k:l:t:r:")) != -1) {
 		switch (o) {
 		case 'n': fp_guard = false; break;
+		case 'k': key = optarg; break;
+		case 'e': pol = optarg; break;
 		case 'l': path = optarg; break;
 		case 't': target = optarg; break;
 		case 'r': rec = optarg; break;
@@ -426,8 +629,16 @@ main(int argc, char **argv)
 		}
 	}
 	if (path == NULL || target == NULL || rec == NULL || optind != argc) {
-		fprintf(stderr, "usage: floorproxy [-n] -l SOCKET -t IPV4:PORT -r FILE\n");
+		fprintf(stderr, "usage: floorproxy [-n] [-k KEYFILE] [-e POLICY] -l SOCKET "
+		    "-t IPV4:PORT -r FILE\n");
 		return 2;
+	}
+	if (pol != NULL) {
+#ifdef FLOOR_EGRESS
+		fp_load_policy(pol);
+#else
+		fp_die("-e: built without egressd's parsers (make bench/floorproxy has them)");
+#endif
 	}
 	if (sscanf(target, "%63[0-9.]:%u", host, &port) != 2 || port == 0 || port > 65535 ||
 	    inet_pton(AF_INET, host, &fp_target.sin_addr) != 1)
@@ -458,5 +669,7 @@ main(int argc, char **argv)
 	close(sp[1]);
 	close(fp_lfd);
 	fp_chan = sp[0];
+	if (key != NULL)
+		fp_key(key);            /* the writer's alone */
 	fp_writer(rfd);
 }
