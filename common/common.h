@@ -92,6 +92,9 @@ bool egress_env_name_ok(const char *s, size_t n);
 void egress_sha256(const void *buf, size_t len, uint8_t out[EGRESS_SHA256_LEN]);
 void egress_hmac_sha256(const uint8_t *key, size_t keylen, const void *buf, size_t len,
     uint8_t out[EGRESS_SHA256_LEN]);
+/* HMAC-SHA256 of a then b (b may be NULL with blen 0): one MAC, no copy of the two. */
+void egress_hmac_sha256_2(const uint8_t *key, size_t keylen, const void *a, size_t alen,
+    const void *b, size_t blen, uint8_t out[EGRESS_SHA256_LEN]);
 void egress_hex(const uint8_t *in, size_t len, char *out);
 /* The decimal text of v, written at the end of buf; returns where it starts. */
 #define EGRESS_U64_LEN 21

@@ -161,13 +161,13 @@ void
 rcpt_mac_hex(const struct egress_key *key, const char *body, size_t len,
     char out[RCPT_HEX_LEN + 1])
 {
-	uint8_t msg[sizeof(RCPT_MAC_CONTEXT) + RCPT_INPUT_MAX], md[EGRESS_SHA256_LEN];
+	uint8_t md[EGRESS_SHA256_LEN];
 
 	if (len > RCPT_INPUT_MAX)
 		len = RCPT_INPUT_MAX;            /* callers bound their lines first */
-	memcpy(msg, RCPT_MAC_CONTEXT, sizeof(RCPT_MAC_CONTEXT));   /* with its NUL */
-	memcpy(msg + sizeof(RCPT_MAC_CONTEXT), body, len);
-	egress_hmac_sha256(key->bytes, key->len, msg, sizeof(RCPT_MAC_CONTEXT) + len, md);
+	/* The context with its NUL, then the body. */
+	egress_hmac_sha256_2(key->bytes, key->len, RCPT_MAC_CONTEXT, sizeof(RCPT_MAC_CONTEXT),
+	    body, len, md);
 	egress_hex(md, sizeof(md), out);
 }
 
