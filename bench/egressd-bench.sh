@@ -23,6 +23,11 @@
 # rates are the CPU cost of the whole chain, and repeat; the targets are judged on them.
 # BENCH_PIN=0 measures everything unpinned.
 #
+# Issue 17's sequential-rate and CPU targets are judged on medians: egressd (sni match),
+# haproxy and the egress floor (bench/floorproxy.c -k -e, the SPEC's work with egressd's
+# own code; only make's floorproxy has -e) measured in turn, pinned, BENCH_AB rounds, CPU
+# from /proc/PID/task/*/schedstat. Without pinning or that floor, on one measurement each.
+#
 # usage: bench/egressd-bench.sh [BUILD_DIR]
 #   BUILD_DIR (or $EGRESS_BUILD, default the current directory) holds egressd,
 #   egress-policy and bench/tcpbench; tcpbench is compiled from this directory when missing.

@@ -20,8 +20,6 @@
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
-#include <openssl/core_names.h>
-#include <openssl/params.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
 
