@@ -186,13 +186,13 @@ conn_install(struct conn *c)
 	case CS_RESOLVE:
 	case CS_CONNECT:
 	case CS_PARENT:
-		bufferevent_setwatermark(c->cbev, EV_READ, 0, EGRESS_HTTP_HEAD_MAX + 1);
+		conn_read_bound(c, 0, EGRESS_HTTP_HEAD_MAX + 1);
 		bufferevent_setcb(c->cbev, conn_client_read, NULL, conn_client_event, c);
 		if (c->state != CS_PARENT)
 			break;
 		/* The parent's answer head, and no more than its bound (parent.c). */
 		bufferevent_setcb(c->ubev, conn_parent_read, NULL, conn_parent_event, c);
-		bufferevent_setwatermark(c->ubev, EV_READ, 0, EGRESS_PARENT_HEAD_MAX);
+		conn_read_bound(c, 1, EGRESS_PARENT_HEAD_MAX);
 		break;
 	case CS_GUARD:
 	case CS_GUARD_OPEN:
@@ -200,10 +200,11 @@ conn_install(struct conn *c)
 	case CS_FAST:
 		bufferevent_setcb(c->cbev, guarded ? conn_guard_read : conn_relay_read,
 		    conn_relay_write, conn_relay_event, c);
-		bufferevent_setcb(c->ubev, conn_relay_read, conn_relay_write, conn_relay_event, c);
-		bufferevent_setwatermark(c->cbev, EV_READ, 0,
-		    guarded ? CONN_GUARD_HOLD : EGRESSD_RELAY_BUF);
-		bufferevent_setwatermark(c->ubev, EV_READ, 0, EGRESSD_RELAY_BUF);
+		if (c->ubev != NULL)
+			bufferevent_setcb(c->ubev, conn_relay_read, conn_relay_write,
+			    conn_relay_event, c);
+		conn_read_bound(c, 0, guarded ? CONN_GUARD_HOLD : EGRESSD_RELAY_BUF);
+		conn_read_bound(c, 1, EGRESSD_RELAY_BUF);
 		if (c->state != CS_FAST)
 			break;
 		/* No reads into the bufferevents any more; conn_fast_start hands their sockets
@@ -221,7 +222,6 @@ conn_install(struct conn *c)
 	default:
 		break;
 	}
-	conn_reads_recheck(c);          /* the read bounds may have changed */
 }
 
 /*
@@ -384,7 +384,7 @@ conn_stop_writes(struct conn *c)
 	for (int i = 0; i < 2; i++) {
 		struct bufferevent *b = conn_bev(c, i);
 
-		if (c->bare && egress_sink_disarm(&c->sink[i]))
+		if (conn_sinked(c, i) && egress_sink_disarm(&c->sink[i]))
 			c->suspended |= CONN_SUSP_WRITE(i);
 		if (b != NULL && (bufferevent_get_enabled(b) & EV_WRITE) &&
 		    evbuffer_get_length(bufferevent_get_output(b)) > 0) {
@@ -438,7 +438,8 @@ conn_hold_suspend(void)
 			 * socket has anything, and taking the events off and back cost 4 to 5
 			 * epoll_ctl per 8-way setup. A read event that fires meanwhile goes
 			 * then, without reading (connread.c). */
-			if (b != NULL && conn_reading(c, i)) {
+			if ((b != NULL || (!c->bare && conn_sinked(c, i))) &&
+			    conn_reading(c, i)) {
 				conn_read_pause(c, i);
 				c->suspended |= CONN_SUSP_READ(i);
 			}
@@ -488,11 +489,11 @@ conn_resume(struct conn *c)
 	for (int i = 0; i < 2; i++) {
 		struct bufferevent *b = conn_bev(c, i);
 
-		if ((s & CONN_SUSP_READ(i)) && b != NULL)
+		if ((s & CONN_SUSP_READ(i)) && (b != NULL || conn_sinked(c, i)))
 			conn_read_on(c, i);
 		if ((s & CONN_SUSP_WRITE(i)) && b != NULL)
 			conn_write_resume(c, b);
-		if ((s & CONN_SUSP_WRITE(i)) && c->bare)
+		if ((s & CONN_SUSP_WRITE(i)) && conn_sinked(c, i))
 			egress_sink_arm(&c->sink[i]);
 		if ((s & CONN_SUSP_FAST(i)) && c->fast[i] != NULL)
 			event_add(c->fast[i], NULL);
@@ -551,16 +552,17 @@ conn_release_finish(void)
  * No byte moves between client and upstream, and no side is shut, before the monitor has
  * acknowledged the open receipt: the connection holds itself for it (conn_hold, below),
  * and the loop serves other connections meanwhile.
- * A peer's socket is written by its bufferevent's write event, straight from a callback
- * (conn_write_now), or by conn_fast_read, or shut by conn_half_shut; what the open's
- * callback does next, per caller:
+ * A peer's socket is written by its bufferevent's write event or its sink's, straight
+ * from a callback (conn_write_now), or by conn_fast_read, or shut by conn_half_shut; what
+ * the open's callback does next, per caller:
  *   conn_start_relay (CONNECT -open-> RELAY, the connect's write event, no guard): the
  *     success answer and a forwarded head are queued, early client bytes moved into the
  *     upstream's output; conn_fast_start moves what the bufferevents had read into the
  *     other side's output and event_add's the fast reads.
  *   GUARD -open-> GUARD_OPEN: conn_guard_read (a hello passed; the hello is moved into
- *     the upstream's output, a guard end goes on to conn_fast_start), conn_relay_move
- *     (the server's first bytes, moved into the client's output), conn_guard_stop (the
+ *     upstream's output or sink, a guard end goes on to conn_fast_start), conn_up_read
+ *     or, through a parent, conn_relay_move (the server's first bytes, moved into the
+ *     client's output), conn_guard_stop (the
  *     guard's end on the client's EOF), conn_close (nothing moves, the sockets close).
  *     Here the client's write event may already be active in this turn (its output held
  *     the success answer) and would carry the server's first bytes out in the open's
@@ -778,7 +780,9 @@ conn_free(struct conn *c)
 		bufferevent_free(c->cbev);
 	if (c->ubev != NULL)
 		bufferevent_free(c->ubev);
-	for (int i = 0; c->bare && i < 2; i++) {
+	for (int i = 0; i < 2; i++) {
+		if (!conn_sinked(c, i))
+			continue;
 		egress_sink_free(&c->sink[i]);
 		close(c->sink[i].fd);
 	}

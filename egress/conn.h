@@ -11,7 +11,8 @@
  *   parent.c    a parent proxy: the CONNECT asked of it and its answer (parent-proxy)
  *   guard.c     the SNI guard on the client's first bytes
  *   relay.c     the tunnel: bounded two-way copy, half-close, the fast relay, idle
- *   connread.c  the sockets' reads into their bufferevents, ours (no FIONREAD per read)
+ *   connread.c  the sockets' reads into their bufferevents, ours (no FIONREAD per read),
+ *               and the dispatch of a sink upstream's reads (relay.c's conn_up_read)
  *
  * What the client sent is never trusted beyond its parse: the identity is the listener
  * the connection arrived on (struct principal).
@@ -205,15 +206,24 @@ struct conn {
 	/* Our own read event of each socket, made with its bufferevent (connread.c): into
 	 * the bufferevent's input until the fast relay, then the fast relay's own reads, 64
 	 * KiB at a time, written through when the other side's output is empty (CONNECT and
-	 * SOCKS tunnels, once the guard is done). NULL for an https parent's TLS. */
+	 * SOCKS tunnels, once the guard is done). A sink upstream's (usink) is made with its
+	 * sink and reads straight to the client (conn_up_read) until the fast relay. NULL
+	 * for an https parent's TLS. */
 	struct event *fast[2];       /* read events: [0] client, [1] upstream */
 	uint8_t rd_want;             /* sides whose reads are on (connread.c), before bare */
 	uint8_t rd_keep;             /* of the others, paused: event left registered */
+	uint8_t rd_reg;              /* sides whose read event connread.c registered */
+	uint32_t rd_hi[2];           /* each side's read bound (conn_read_bound), before bare */
 	/* From conn_fast_start on (bare), the sockets' write sides without the bufferevents,
-	 * which are freed then (cbev and ubev NULL): [0] client, [1] upstream. Their queues
-	 * exist only while bytes wait (common/splice.c). */
+	 * which are freed then (cbev and ubev NULL): [0] client, [1] upstream; a sink
+	 * upstream's from its connect on (usink). Their queues exist only while bytes wait
+	 * (common/splice.c). */
 	struct egress_sink sink[2];
 	bool bare;
+	/* The upstream of a CONNECT, SOCKS or native tunnel (not a parent's, not forwarding)
+	 * is a sink from its connect on (sink[1], read by c->fast[1]): it never has a
+	 * bufferevent (ubev NULL). Its reads before the fast relay are conn_up_read's. */
+	bool usink;
 	/* SNI guard: allocated while it inspects (CS_GUARD, CS_GUARD_OPEN), freed when it ends. */
 	struct conn_guard *guard;
 	char *sni;                   /* the server_name of the first ClientHello */
@@ -226,6 +236,13 @@ struct conn {
 };
 
 enum conn_held { CONN_HELD_NONE, CONN_HELD_WAIT, CONN_HELD_EOF };
+
+/* Side i (0 client, 1 upstream) is written through its sink, not a bufferevent. */
+static inline bool
+conn_sinked(const struct conn *c, int i)
+{
+	return c->bare || (i == 1 && c->usink);
+}
 
 /* What conn_hold and conn_hold_suspend turned off (c->suspended). */
 #define CONN_SUSP_READ(i)  (0x01u << (i))       /* 0 cbev, 1 ubev */
@@ -321,17 +338,24 @@ void conn_fast_start(struct conn *c);
 /* What waits for side i (0 client, 1 upstream): its bufferevent's output, or its sink's. */
 size_t conn_queued(const struct conn *c, int i);
 void conn_fast_read(evutil_socket_t fd, short what, void *arg);
+/* A read of a sink upstream before the fast relay (c->usink): to the client's bufferevent. */
+void conn_up_read(struct conn *c);
+/* n bytes at the front of the client's input to the upstream; the bytes handed on. */
+size_t conn_push_up(struct conn *c, size_t n);
 extern uint8_t conn_scratch[EGRESSD_RELAY_BUF];  /* the engine's one read buffer */
 
 /* connread.c: side i's reads (0 client, 1 upstream) before the fast relay, ours. */
 bool conn_own_reads(struct conn *c, int i);       /* makes c->fast[i]; false: no memory */
+void conn_own_reads_free(struct conn *c, int i);  /* frees it (before bare) */
+bool conn_sink_reads(struct conn *c, int i);      /* c->fast[i] for sink i's socket */
+/* Side i's input holds at most hi bytes before its reads pause (0: no bound). */
+void conn_read_bound(struct conn *c, int i, size_t hi);
 void conn_read_on(struct conn *c, int i);
 void conn_read_off(struct conn *c, int i);
 void conn_read_pause(struct conn *c, int i);     /* off, the event left registered */
 void conn_read_now(struct conn *c, int i);       /* a read in this loop turn, no poll */
 bool conn_reading(const struct conn *c, int i);
 int conn_side(const struct conn *c, const struct bufferevent *b);
-void conn_reads_recheck(struct conn *c);          /* after the read bounds changed */
 void conn_idle_check(struct conn *c);
 
 #endif

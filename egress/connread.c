@@ -4,14 +4,15 @@
  * egressd itself: libevent 2.1's evbuffer_read asks FIONREAD before every read, one
  * system call in two of these (5 of the engine's 38 per guarded setup, bench/README.md).
  *
- * A side's socket bufferevent keeps its buffers, its write side, its callbacks and its
- * read bounds (conn_install sets them, as before); only its read event is never enabled.
- * In its place c->fast[i] (the same event the fast relay reads with later) reads into the
+ * A side's socket bufferevent keeps its buffers, its write side and its callbacks
+ * (conn_install sets them); its read event is never enabled, and its read bound is the
+ * connection's (conn_read_bound, from conn_install), not the bufferevent's watermark. In
+ * its place c->fast[i] (the same event the fast relay reads with later) reads into the
  * bufferevent's input and then does what libevent's bufferevent_readcb does: the read
- * callback once the input holds the low watermark, no read while the input holds the high
- * one (the input's callback turns the read back on once something drained it), reading
- * off and the event callback with BEV_EVENT_EOF or BEV_EVENT_ERROR. The TLS bufferevent of
- * an https parent reads for itself (c->fast[1] stays NULL): TLS is its own.
+ * callback after each read, no read while the input holds the bound (the input's callback
+ * turns the read back on once something drained it), reading off and the event callback
+ * with BEV_EVENT_EOF or BEV_EVENT_ERROR. The TLS bufferevent of an https parent reads for
+ * itself (c->fast[1] stays NULL, its watermark is set): TLS is its own.
  *
  * A pause (conn_read_pause: the request is being decided, resolved, connected) turns the
  * reads off but leaves the event registered; only when something arrives meanwhile does
@@ -39,26 +40,56 @@ conn_rd_bev(const struct conn *c, int i)
 	return i == 0 ? c->cbev : c->ubev;
 }
 
-/* The event on or off as the owner wants and the input's high watermark allows; a pause
- * leaves it registered (conn_read_pause). */
+/*
+ * The event on or off as the owner wants and the side's read bound allows; a pause leaves
+ * it registered (conn_read_pause). Whether it is registered is c->rd_reg, kept by the
+ * only adds and deletes of the event before the fast relay (here and conn_sock_read's), not
+ * asked of libevent: this runs a dozen times a setup.
+ */
 static void
 conn_read_update(struct conn *c, int i)
 {
 	struct bufferevent *b = conn_rd_bev(c, i);
 	struct event *ev = c->fast[i];
-	size_t lo, hi;
-	bool on = (c->rd_want & CONN_RD(i)) != 0, pending;
+	uint8_t bit = (uint8_t)CONN_RD(i);
+	bool on = (c->rd_want & bit) != 0, pending = (c->rd_reg & bit) != 0;
 
-	if (b == NULL || ev == NULL || c->bare)
+	if (ev == NULL || c->bare || (b == NULL && !conn_sinked(c, i)))
 		return;
-	if (on && bufferevent_getwatermark(b, EV_READ, &lo, &hi) == 0 && hi > 0 &&
-	    evbuffer_get_length(bufferevent_get_input(b)) >= hi)
+	/* A sink upstream has no input: the client's output bounds it (conn_up_read). */
+	if (on && b != NULL && c->rd_hi[i] > 0 &&
+	    evbuffer_get_length(bufferevent_get_input(b)) >= c->rd_hi[i])
 		on = false;
-	pending = event_pending(ev, EV_READ, NULL) != 0;
-	if (on && !pending)
-		event_add(ev, NULL);
-	else if (!on && pending && !(c->rd_keep & CONN_RD(i)))
+	if (on && !pending) {
+		if (event_add(ev, NULL) == 0)
+			c->rd_reg |= bit;
+	} else if (!on && pending && !(c->rd_keep & bit)) {
 		event_del(ev);
+		c->rd_reg &= (uint8_t)~bit;
+	}
+}
+
+/*
+ * Side i's read bound: what its input may hold before the reads pause, kept by the
+ * connection (the reads are ours, so the bufferevent's own read watermark, and the
+ * callback libevent adds to the input for it, would only be asked and run for nothing).
+ * A TLS bufferevent reads for itself: its watermark is set.
+ */
+void
+conn_read_bound(struct conn *c, int i, size_t hi)
+{
+	struct bufferevent *b = conn_rd_bev(c, i);
+
+	if (c->fast[i] == NULL) {
+		if (b != NULL)
+			bufferevent_setwatermark(b, EV_READ, 0, hi);
+		c->rd_hi[i] = (uint32_t)hi;
+		return;
+	}
+	if (c->rd_hi[i] == (uint32_t)hi)
+		return;
+	c->rd_hi[i] = (uint32_t)hi;
+	conn_read_update(c, i);
 }
 
 /* Something left side i's input (a parser consumed it, the relay moved it): read again. */
@@ -86,14 +117,10 @@ conn_bev_read(struct conn *c, int i)
 	bufferevent_data_cb readcb;
 	bufferevent_event_cb eventcb;
 	void *arg;
-	size_t lo = 0, hi = 0, len = evbuffer_get_length(in), want = EGRESSD_RELAY_BUF;
-	ev_ssize_t max = bufferevent_get_max_single_read(b);
+	size_t hi = c->rd_hi[i], len = evbuffer_get_length(in), want = EGRESSD_RELAY_BUF;
 	ssize_t r;
 	int e;
 
-	if (max > 0 && (size_t)max < want)
-		want = (size_t)max;
-	(void)bufferevent_getwatermark(b, EV_READ, &lo, &hi);
 	if (hi > 0) {
 		if (len >= hi) {
 			conn_read_update(c, i);
@@ -120,8 +147,8 @@ conn_bev_read(struct conn *c, int i)
 		}
 		return;                 /* c may be gone */
 	}
-	conn_read_update(c, i);         /* at the high watermark: no more until it drains */
-	if (evbuffer_get_length(in) >= lo && readcb != NULL)
+	conn_read_update(c, i);         /* at the bound: no more until it drains */
+	if (readcb != NULL)
 		readcb(b, arg);
 }
 
@@ -143,7 +170,12 @@ conn_sock_read(evutil_socket_t fd, short what, void *arg)
 	if (!(c->rd_want & CONN_RD(i))) {
 		/* Paused, and something came: now the event goes. */
 		c->rd_keep &= (uint8_t)~CONN_RD(i);
+		c->rd_reg &= (uint8_t)~CONN_RD(i);
 		event_del(c->fast[i]);
+		return;
+	}
+	if (conn_sinked(c, i)) {
+		conn_up_read(c);
 		return;
 	}
 	conn_bev_read(c, i);
@@ -168,6 +200,27 @@ conn_own_reads(struct conn *c, int i)
 		return false;
 	}
 	return true;
+}
+
+bool
+conn_sink_reads(struct conn *c, int i)
+{
+	c->fast[i] = event_new(egressd_base, c->sink[i].fd, EV_READ | EV_PERSIST,
+	    conn_sock_read, c);
+	return c->fast[i] != NULL;
+}
+
+void
+conn_own_reads_free(struct conn *c, int i)
+{
+	uint8_t keep = (uint8_t)~CONN_RD(i);
+
+	if (c->fast[i] != NULL)
+		event_free(c->fast[i]);
+	c->fast[i] = NULL;
+	c->rd_want &= keep;
+	c->rd_keep &= keep;
+	c->rd_reg &= keep;
 }
 
 /*
@@ -236,11 +289,4 @@ int
 conn_side(const struct conn *c, const struct bufferevent *b)
 {
 	return b == c->cbev ? 0 : 1;
-}
-
-void
-conn_reads_recheck(struct conn *c)
-{
-	for (int i = 0; i < 2; i++)
-		conn_read_update(c, i);
 }

@@ -77,8 +77,7 @@ static bool
 conn_guard_release(struct conn *c, size_t n)
 {
 	/* After the open's acknowledgement (conn_write_open): straight to the upstream. */
-	size_t moved = egress_splice_push(bufferevent_get_input(c->cbev), c->ubev, n,
-	    conn_write_now(c, c->ubev));
+	size_t moved = conn_push_up(c, n);
 
 	return moved == 0 || conn_account(c, true, moved);
 }

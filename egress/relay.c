@@ -2,7 +2,9 @@
  * relay.c: the tunnel. The success answer, then the bounded two-way copy (EGRESSD_RELAY_BUF
  * per direction, the reader paused beyond it), half-close propagated once a side's bytes
  * are delivered, a forwarded request's body cut by its framing, the fast relay of our own
- * 64 KiB reads and the idle timeout. Trusts nothing either side sends: it only copies.
+ * 64 KiB reads and the idle timeout. An upstream that is not a parent's and not forwarded
+ * to is a sink from its connect (conn_start_relay): it never has a bufferevent. Trusts
+ * nothing either side sends: it only copies.
  */
 #include "config.h"
 
@@ -63,7 +65,7 @@ size_t
 conn_queued(const struct conn *c, int i)
 {
 	struct bufferevent *b = i == 0 ? c->cbev : c->ubev;
-	size_t q = c->bare ? egress_sink_len(&c->sink[i]) : 0;
+	size_t q = conn_sinked(c, i) ? egress_sink_len(&c->sink[i]) : 0;
 
 	/* Both while conn_go_bare moves one into the other (or failed to). */
 	return q + (b != NULL ? evbuffer_get_length(bufferevent_get_output(b)) : 0);
@@ -97,7 +99,7 @@ conn_half_shut(struct conn *c, enum conn_dir d, bool may)
 		conn_half_step(c, d, CHE_SHUT);
 		return;
 	}
-	if (c->bare) {
+	if (conn_sinked(c, i)) {
 		shutdown(c->sink[i].fd, SHUT_WR);
 	} else {
 		conn_parent_tls_shut(c, dst);   /* TLS to a parent: close_notify first */
@@ -158,15 +160,69 @@ conn_forward_take(struct conn *c, struct evbuffer *in, size_t *n, struct proto_e
 	return st;
 }
 
+/*
+ * len bytes at p for sink side i before the fast relay (a sink upstream, c->usink): straight
+ * to its socket when they may leave now (conn_write_now) and nothing waits there, what it
+ * does not take queued (armed unless the hold turned its write off: conn_resume arms it).
+ * A write error other than EAGAIN queues the bytes too: the sink's write event meets it
+ * again and ends the tunnel (conn_sink_write), as a bufferevent's would. Returns the bytes
+ * handed on: fewer than len only when no memory was left for the queue.
+ */
+static size_t
+conn_sink_send(struct conn *c, int i, const uint8_t *p, size_t len)
+{
+	struct egress_sink *s = &c->sink[i];
+	size_t sent = 0;
+	ssize_t w;
+
+	if (len == 0)
+		return 0;
+	if (conn_write_now(c, NULL) && egress_sink_len(s) == 0 &&
+	    (w = send(s->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT)) > 0)
+		sent = (size_t)w;
+	if (sent < len && egress_sink_queue(s, p + sent, len - sent,
+	    !(c->suspended & CONN_SUSP_WRITE(i))) == -1)
+		return sent;
+	return len;
+}
+
+/*
+ * n bytes at the front of the client's input (the SNI guard's release, the relay's move)
+ * to the upstream: its bufferevent, or its sink. Returns the bytes handed on; a sink's
+ * queue at the bound pauses the client's reads (conn_sink_write turns them on again).
+ */
+size_t
+conn_push_up(struct conn *c, size_t n)
+{
+	struct evbuffer *in = bufferevent_get_input(c->cbev);
+	const uint8_t *p;
+	size_t moved;
+
+	if (!c->usink)
+		return egress_splice_push(in, c->ubev, n, conn_write_now(c, c->ubev));
+	if (n == 0 || (p = evbuffer_pullup(in, (ev_ssize_t)n)) == NULL)
+		return 0;
+	moved = conn_sink_send(c, 1, p, n);
+	evbuffer_drain(in, moved);
+	if (egress_sink_len(&c->sink[1]) >= EGRESSD_RELAY_BUF)
+		conn_read_off(c, 0);
+	return moved;
+}
+
 /* Moves what src has to the other side; false when the connection was closed. */
 static bool
 conn_relay_move(struct conn *c, struct bufferevent *src)
 {
 	bool up = src == c->cbev;
 	struct bufferevent *dst = up ? c->ubev : c->cbev;
-	struct evbuffer *in = bufferevent_get_input(src), *out = bufferevent_get_output(dst);
-	size_t n = evbuffer_get_length(in);
+	struct evbuffer *in, *out;
+	size_t n;
 	int moved;
+
+	if (src == NULL)
+		return true;            /* a sink upstream: its reads move at once */
+	in = bufferevent_get_input(src);
+	n = evbuffer_get_length(in);
 
 	if (up && conn_forward_done(c)) {
 		/* Exactly one request: what follows the body is never forwarded. */
@@ -213,6 +269,12 @@ conn_relay_move(struct conn *c, struct bufferevent *src)
 		if (n == 0)
 			return true;
 	}
+	if (up && c->usink) {
+		/* Never forwarding (conn_start_relay): the sink pauses the client itself. */
+		moved = (int)conn_push_up(c, n);
+		return moved <= 0 || conn_account(c, true, (size_t)moved);
+	}
+	out = bufferevent_get_output(dst);
 	moved = (int)egress_splice_push(in, dst, n, conn_write_now(c, dst));
 	if (moved <= 0)
 		return true;
@@ -307,6 +369,77 @@ conn_fast_read(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
+ * A sink upstream's read before the fast relay (GUARD, GUARD_OPEN, RELAY): what
+ * conn_relay_move did with an upstream bufferevent's input, without one. The read takes
+ * what the client's output has room for (a full output pauses it; the client's write
+ * callback turns it on again, conn_relay_write), the server's first bytes are noted for
+ * the guard (a HelloRetryRequest?), the open receipt is written before they reach the
+ * client (a server that speaks first), and they go straight to the client's socket when
+ * they may (conn_write_now), or wait in its output.
+ */
+void
+conn_up_read(struct conn *c)
+{
+	struct bufferevent *dst = c->cbev;
+	size_t q = evbuffer_get_length(bufferevent_get_output(dst)), n;
+	ssize_t r;
+
+	if (q >= EGRESSD_RELAY_BUF) {
+		conn_read_off(c, 1);
+		bufferevent_setwatermark(dst, EV_WRITE, EGRESSD_RELAY_BUF / 2, 0);
+		return;
+	}
+	r = read(c->sink[1].fd, conn_scratch, EGRESSD_RELAY_BUF - q);
+	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return;
+	if (r <= 0) {
+		int e = errno;
+
+		conn_read_off(c, 1);
+		if (r == 0) {
+			conn_half_eof(c, CD_DOWN);
+			return;
+		}
+		conn_close(c, EGRESS_ALLOWED, e == ECONNRESET || e == EPIPE ?
+		    "upstream-reset" : "error");
+		return;
+	}
+	n = (size_t)r;
+	if (conn_state_guarded(c->state) && c->guard->hello_passed && c->guard->hrr < 0) {
+		/* Note the server's first bytes: is it asking for a second ClientHello? */
+		struct conn_guard *g = c->guard;
+		size_t want = sizeof(g->server) - g->nserver;
+
+		want = want < n ? want : n;
+		memcpy(g->server + g->nserver, conn_scratch, want);
+		g->nserver += want;
+		g->hrr = tls_server_hrr(g->server, g->nserver);
+		if (g->hrr >= 0 && evbuffer_get_length(bufferevent_get_input(c->cbev)) > 0)
+			conn_guard_pending = c;
+	}
+	if (!conn_write_open(c)) {
+		conn_close(c, EGRESS_SHUTDOWN, "error");
+		return;
+	}
+	if (egress_splice_send(conn_scratch, n, dst, conn_write_now(c, dst)) < n) {
+		conn_close(c, EGRESS_ALLOWED, "error");        /* no memory for the output */
+		return;
+	}
+	if (!conn_account(c, false, n))
+		return;
+	if (evbuffer_get_length(bufferevent_get_output(dst)) >= EGRESSD_RELAY_BUF) {
+		conn_read_off(c, 1);
+		bufferevent_setwatermark(dst, EV_WRITE, EGRESSD_RELAY_BUF / 2, 0);
+	}
+	/* The server's answer is known now: judge the client bytes held meanwhile. */
+	if (conn_guard_pending == c) {
+		conn_guard_pending = NULL;
+		if (conn_state_guarded(c->state))
+			conn_guard_read(c->cbev, c);
+	}
+}
+
+/*
  * A sink's write event (CS_FAST): what waits leaves; once half of the bound is left, the
  * reader that feeds it goes on (it paused at the bound); once nothing is, a half-close
  * that waited for it goes on. A write error ends the tunnel like a bufferevent's did.
@@ -318,9 +451,20 @@ conn_sink_write(evutil_socket_t fd, short what, void *arg)
 	bool to_up = fd == c->sink[1].fd;
 	struct egress_sink *dst = &c->sink[to_up ? 1 : 0];
 
+	enum egress_splice_res r;
+
 	(void)what;
-	switch (egress_sink_written(dst, EGRESSD_RELAY_BUF, c->fast[to_up ? 0 : 1],
-	    conn_halves_eof(&c->halves, to_up ? CD_UP : CD_DOWN))) {
+	if (!c->bare) {
+		/* A sink upstream before the fast relay: the client's reads are connread.c's. */
+		r = egress_sink_flush(dst, EGRESSD_RELAY_BUF);
+		if (r == EGRESS_SPLICE_MOVED && egress_sink_len(dst) <= EGRESSD_RELAY_BUF / 2 &&
+		    !conn_halves_eof(&c->halves, CD_UP))
+			conn_read_on(c, 0);
+	} else {
+		r = egress_sink_written(dst, EGRESSD_RELAY_BUF, c->fast[to_up ? 0 : 1],
+		    conn_halves_eof(&c->halves, to_up ? CD_UP : CD_DOWN));
+	}
+	switch (r) {
 	case EGRESS_SPLICE_SEND_ERROR:
 		conn_close(c, EGRESS_ALLOWED, errno == EPIPE || errno == ECONNRESET ?
 		    (to_up ? "upstream-reset" : "client-reset") : "error");
@@ -334,7 +478,8 @@ conn_sink_write(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * RELAY -fast-> FAST without the bufferevents: each side's socket goes to a sink, with
+ * RELAY -fast-> FAST without the bufferevents: each side's socket that has one (a sink
+ * upstream is a sink already) goes to a sink, with
  * what its bufferevent still had to write (a held answer), armed unless the hold turned
  * that write off (conn_resume arms it then). The bufferevents let go of their sockets
  * first (bufferevent_setfd -1: their events are deleted and their close-on-free has
@@ -351,6 +496,8 @@ conn_go_bare(struct conn *c)
 	bool ok = true;
 
 	for (int i = 0; i < 2; i++) {
+		if (b[i] == NULL)
+			continue;       /* a sink upstream is one already (conn_start_relay) */
 		egress_sink_init(&c->sink[i], bufferevent_getfd(b[i]), egressd_base,
 		    conn_sink_write, c);
 		bufferevent_setfd(b[i], -1);
@@ -358,14 +505,15 @@ conn_go_bare(struct conn *c)
 	}
 	c->bare = true;
 	for (int i = 0; ok && i < 2; i++)
-		ok = egress_sink_take(&c->sink[i], bufferevent_get_output(b[i]),
+		ok = b[i] == NULL || egress_sink_take(&c->sink[i], bufferevent_get_output(b[i]),
 		    !(c->suspended & CONN_SUSP_WRITE(i))) == 0;
 	if (!ok) {
 		conn_close(c, EGRESS_ALLOWED, "error");
 		return false;
 	}
 	for (int i = 0; i < 2; i++)
-		bufferevent_free(b[i]);
+		if (b[i] != NULL)
+			bufferevent_free(b[i]);
 	c->cbev = c->ubev = NULL;
 	return true;
 }
@@ -466,8 +614,23 @@ conn_start_relay(struct conn *c, int fd)
 	const struct policy_settings *s = conn_settings(c);
 	int one = 1;
 
-	/* Through a parent proxy the upstream is the parent's tunnel: ubev exists (fd -1). */
-	if (c->ubev == NULL) {
+	/*
+	 * Through a parent proxy the upstream is the parent's tunnel: ubev exists (fd -1).
+	 * Forwarding writes the head and cuts the body through a bufferevent. Any other
+	 * upstream is a sink from here on, read by its own event: a bufferevent made now
+	 * would be taken apart again when the fast relay starts, a few callbacks later (its
+	 * making and freeing were a tenth of the engine's instructions per setup).
+	 */
+	if (c->ubev == NULL && c->fe != FE_HTTP_FORWARD) {
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		egress_sink_init(&c->sink[1], fd, egressd_base, conn_sink_write, c);
+		c->usink = true;        /* conn_free closes fd from now on */
+		if (!conn_sink_reads(c, 1)) {
+			conn_deny(c, EGRESS_CONNECT_REFUSED, "no memory for the upstream", NULL, 0,
+			    0, -1);
+			return;
+		}
+	} else if (c->ubev == NULL) {
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		c->ubev = bufferevent_socket_new(egressd_base, fd, BEV_OPT_CLOSE_ON_FREE);
 		if (c->ubev == NULL)
@@ -475,7 +638,7 @@ conn_start_relay(struct conn *c, int fd)
 		else
 			(void)conn_own_reads(c, 1);     /* checked below */
 	}
-	if (c->ubev == NULL || (c->fast[1] == NULL && !c->parent_tls)) {
+	if (!c->usink && (c->ubev == NULL || (c->fast[1] == NULL && !c->parent_tls))) {
 		conn_deny(c, EGRESS_CONNECT_REFUSED, "no memory for the upstream", NULL, 0, 0, -1);
 		return;
 	}
@@ -540,11 +703,13 @@ conn_start_relay(struct conn *c, int fd)
 	/* conn_transition installed both sides' callbacks and read bounds. */
 	/* libevent reads 4 KiB at a time by default: a bulk tunnel then costs a syscall and
 	 * a wake-up per page. Up to the relay bound per call instead (reads allocate what
-	 * the socket has, so an idle or chatty tunnel does not grow). */
-	bufferevent_set_max_single_read(c->cbev, EGRESSD_RELAY_BUF);
-	bufferevent_set_max_single_read(c->ubev, EGRESSD_RELAY_BUF);
+	 * the socket has, so an idle or chatty tunnel does not grow); only a TLS upstream's
+	 * reads are libevent's (the others are ours, connread.c, up to the bound already). */
+	if (c->ubev != NULL && c->fast[1] == NULL)
+		bufferevent_set_max_single_read(c->ubev, EGRESSD_RELAY_BUF);
 	bufferevent_set_max_single_write(c->cbev, EGRESSD_RELAY_BUF);
-	bufferevent_set_max_single_write(c->ubev, EGRESSD_RELAY_BUF);
+	if (c->ubev != NULL)
+		bufferevent_set_max_single_write(c->ubev, EGRESSD_RELAY_BUF);
 	/* Reading; writing is on since each bufferevent was made (conn_accept says why not
 	 * EV_WRITE here: what was queued above registered its write event already). */
 	conn_read_on(c, 1);
@@ -555,7 +720,7 @@ conn_start_relay(struct conn *c, int fd)
 	 * read again in a later callback, as if they had just arrived (the fast relay's start
 	 * below moves them at once).
 	 */
-	if (evbuffer_get_length(bufferevent_get_input(c->ubev)) > 0)
+	if (c->ubev != NULL && evbuffer_get_length(bufferevent_get_input(c->ubev)) > 0)
 		bufferevent_trigger(c->ubev, EV_READ, BEV_TRIG_DEFER_CALLBACKS);
 	/* Bytes the client sent early (after its request) are tunnel payload. */
 	if (conn_state_guarded(c->state) || c->fe == FE_HTTP_FORWARD) {

@@ -7,7 +7,8 @@ Trust and scope: it connects only to AF_UNIX principal sockets and to loopback a
 (127.0.0.0/8, ::1); a server binds only loopback. Every wait has a deadline, every loop
 a bound, so a broken egressd makes a test fail, never hang.
 
-  servers:  echo, http, eofreply, bulk, flood, backlog0   (write --port-file when ready)
+  servers:  echo, http, eofreply, bulk, flood, bannerfirst, reset, backlog0 (write
+            --port-file when ready)
   clients:  tunnel (SOCKS5, SOCKS4, SOCKS4a, HTTP CONNECT + a mode), raw (bytes in, bytes
             or an HTTP verdict out)
   receipts: rcpt (query), chain (hash chain, MAC, every open closed)
@@ -276,10 +277,36 @@ def h_bannerfirst(c, args):
         c.close()
 
 
+def reset_close(c):
+    """Closes with a reset (SO_LINGER 0): the peer sees ECONNRESET, not an EOF."""
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    c.close()
+
+
+def h_reset(c, args):
+    """--reply-bytes of banner first (then a pause, so that they arrive before the
+    reset), --bytes of the client's read, then a reset instead of a FIN."""
+    try:
+        if args.reply_bytes:
+            c.sendall(b"r" * args.reply_bytes)
+            time.sleep(0.5)
+        got = 0
+        c.settimeout(10)
+        while got < args.bytes:
+            b = c.recv(CHUNK)
+            if not b:
+                break
+            got += len(b)
+    except OSError:
+        pass
+    finally:
+        reset_close(c)
+
+
 def cmd_serve(args):
     s = listener(args.addr, args.port)
     handler = {"echo": h_echo, "http": h_http, "eofreply": h_eofreply, "bulk": h_bulk,
-               "flood": h_flood, "bannerfirst": h_bannerfirst}[args.kind]
+               "flood": h_flood, "bannerfirst": h_bannerfirst, "reset": h_reset}[args.kind]
     write_atomic(args.port_file, "%d\n" % s.getsockname()[1])
     serve_forever(s, handler, args)
 
@@ -531,6 +558,23 @@ def cmd_tunnel(args):
         th.join(130)
         n, sha, _ = res.get("r", (-1, "-", b""))
         out("recv %d %s" % (n, sha))
+    elif mode == "reset":
+        # --data (backslash escapes as --hello's), then, once its echo waits unread, a
+        # close: what a reset is on an AF_UNIX socket (the peer reads ECONNRESET when
+        # the closer left bytes unread; no SO_LINGER, no RST segment there).
+        data = unescape(args.data)
+        s.sendall(data)
+        s.settimeout(args.timeout)
+        end = time.monotonic() + args.timeout
+        got = b""
+        while len(got) < len(data) and time.monotonic() < end:
+            got = s.recv(len(data), socket.MSG_PEEK)
+            if not got:
+                break
+            if len(got) < len(data):
+                time.sleep(0.02)
+        out("echoed %d" % len(got))
+        reset_close(s)
     elif mode == "halfclose":
         s.sendall(args.data.encode())
         s.shutdown(socket.SHUT_WR)
@@ -1109,7 +1153,8 @@ def main():
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     p = sub.add_parser("serve")
-    p.add_argument("kind", choices=["echo", "http", "eofreply", "bulk", "flood", "bannerfirst"])
+    p.add_argument("kind", choices=["echo", "http", "eofreply", "bulk", "flood", "bannerfirst",
+                                     "reset"])
     p.add_argument("--addr", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--port-file", required=True)
@@ -1136,7 +1181,7 @@ def main():
     p.add_argument("port", type=int)
     p.add_argument("--mode", default="none",
                    choices=["none", "echo", "hold", "bulk", "halfclose", "slow", "flood",
-                            "trickle", "reverse", "hello"])
+                            "trickle", "reverse", "hello", "reset"])
     p.add_argument("--atyp", type=int)
     p.add_argument("--cmd", type=int, default=1)
     p.add_argument("--rsv", type=int, default=0)

@@ -4,8 +4,10 @@
 # both ways (a client that shuts its write side still gets the whole answer; a server-first
 # upstream that half-closes still hears the client, and its tunnel has an open receipt
 # before the client speaks); a slow reader does not make egressd buffer without bound
-# (VmRSS) and then gets every byte; idle-timeout closes a silent tunnel and spares active
-# ones (also one whose last byte was 0.4 s ago, in the previous wall-clock second).
+# (VmRSS) and then gets every byte; a reset from either side is the close receipt's
+# client-reset or upstream-reset (while the SNI guard still holds the client, and in the
+# fast relay); idle-timeout closes a silent tunnel and spares active ones (also one whose
+# last byte was 0.4 s ago, in the previous wall-clock second).
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/e2e/lib.sh"
 cd "$WORK" || exit 1
 
@@ -26,6 +28,10 @@ start_server flood flood --bytes $FLOOD_BYTES --report "$WORK/flood.report"
 FLOOD=$PORT
 start_server echo echo
 ECHO=$PORT
+start_server rbanner reset --reply-bytes 21
+RBANNER=$PORT
+start_server rread reset --bytes 5
+RREAD=$PORT
 
 cat > zone <<EOF
 bulk.e2e.test    A 127.0.0.1
@@ -36,6 +42,7 @@ banner.e2e.test  A 127.0.0.1
 slow.e2e.test    A 127.0.0.1
 idle.e2e.test    A 127.0.0.1
 busy.e2e.test    A 127.0.0.1
+reset.e2e.test   A 127.0.0.1
 EOF
 dns_start zone
 cat > open.policy <<EOF
@@ -111,6 +118,31 @@ rm -f sf.hold
 wait "$SF"
 expect_eq "server-first: the tunnel's close counts the banner" "close 0 21" \
     "$(rcpt --skip "$m" --where event=close --wait 10 --fields event,bytes_up,bytes_down)"
+
+# --- resets --------------------------------------------------------------------------------
+# A server-first upstream that resets while the client is silent (the guard holds it):
+# the tunnel ends, and its close says who reset.
+m=$(rcpt_mark)
+out=$(py tunnel socks5 "$SOCK" reset.e2e.test "$RBANNER" --mode hold --hello "" \
+    --wait-bytes 21 --hold-secs 10)
+expect_match "upstream reset under the guard: the client sees the tunnel end" \
+    "^(eof|reset) [0-9.]+ [0-9]+$" "$(echo "$out" | sed -n 2p)"
+expect_eq "... and its close receipt says upstream-reset" "close allowed upstream-reset" \
+    "$(rcpt --skip "$m" --where event=close --wait 10 --fields event,reason,close)"
+# The client's bytes (not TLS: the guard lets go, the fast relay copies), then a reset.
+m=$(rcpt_mark)
+out=$(py tunnel connect "$SOCK" reset.e2e.test "$RREAD" --mode hold --hello 'ping\n' \
+    --hold-secs 10)
+expect_match "upstream reset in the fast relay: the client sees the tunnel end" \
+    "^(eof|reset) [0-9.]+ 0$" "$(echo "$out" | sed -n 2p)"
+expect_eq "... and its close receipt says upstream-reset, 5 bytes up" \
+    "close allowed upstream-reset 5" \
+    "$(rcpt --skip "$m" --where event=close --wait 10 --fields event,reason,close,bytes_up)"
+m=$(rcpt_mark)
+out=$(py tunnel socks5 "$SOCK" reset.e2e.test "$ECHO" --mode reset --data 'ping\n')
+expect_eq "client reset: its bytes were echoed first" "echoed 5" "$(echo "$out" | sed -n 2p)"
+expect_eq "... and the close receipt says client-reset" "close allowed client-reset 5 5" \
+    "$(rcpt --skip "$m" --where event=close --wait 10 --fields event,reason,close,bytes_up,bytes_down)"
 
 # --- slow reader ------------------------------------------------------------------------------
 rss0=$(py rss "$EGRESSD_PID")
