@@ -72,6 +72,20 @@ egress_sink_take(struct egress_sink *s, struct evbuffer *from, bool arm)
 	return 0;
 }
 
+int
+egress_sink_move(struct egress_sink *s, struct evbuffer *from, size_t n, bool arm)
+{
+	int moved;
+
+	if (n == 0 || evbuffer_get_length(from) == 0)
+		return 0;
+	if (egress_sink_open(s) == -1 || (moved = evbuffer_remove_buffer(from, s->q, n)) < 0)
+		return -1;
+	if (arm && moved > 0)
+		event_add(s->wr, NULL);
+	return moved;
+}
+
 enum egress_splice_res
 egress_sink_flush(struct egress_sink *s, size_t bound)
 {

@@ -51,6 +51,8 @@ size_t egress_sink_len(const struct egress_sink *s);
  */
 int egress_sink_queue(struct egress_sink *s, const void *p, size_t len, bool arm);
 int egress_sink_take(struct egress_sink *s, struct evbuffer *from, bool arm);
+/* At most n bytes of from, moved behind what waits: how many, or -1 (no memory). */
+int egress_sink_move(struct egress_sink *s, struct evbuffer *from, size_t n, bool arm);
 /*
  * wr's callback calls this: one write of what waits, up to bound. MOVED (the rest, if any,
  * waits; once nothing does, q and wr are freed), AGAIN, or SEND_ERROR (errno).

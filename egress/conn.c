@@ -52,8 +52,6 @@ static const char *const frontend_names[] = {
 static unsigned nconns;
 struct conn *conn_guard_pending;
 
-static void conn_client_event(struct bufferevent *bev, short what, void *arg);
-static void conn_drain_write(struct bufferevent *bev, void *arg);
 
 void conn_deny_private(struct conn *c, const struct addr *a,
     const struct addr_verdict *v);
@@ -145,17 +143,6 @@ conn_log_close(const struct conn *c, enum egress_reason reason, const char *caus
 	log_kv(LOG_LVL_INFO, kv, sizeof(kv) / sizeof(kv[0]));
 }
 
-/* After an error answer is flushed the connection closes; a client that never reads
- * is cut after a short while. */
-static void
-conn_drain_write(struct bufferevent *bev, void *arg)
-{
-	struct conn *c = arg;
-
-	(void)bev;
-	conn_free(c);
-}
-
 void
 conn_set_timer(struct conn *c, unsigned seconds)
 {
@@ -165,12 +152,13 @@ conn_set_timer(struct conn *c, unsigned seconds)
 }
 
 /*
- * The callbacks and read bounds of c's state, the one place they are set. The request
- * phase reads the client (at most one request head, plus one byte to notice); the tunnel
- * relays both sides, the client's bytes held up to what the guard may hold while it
- * inspects; the fast relay reads both sockets itself (its read events are made here) and
- * writes them through sinks once conn_fast_start freed the bufferevents; the drain only
- * writes the answer, then frees.
+ * The read bounds of c's state, and an upstream bufferevent's callbacks, the one place
+ * they are set (the client's reader for each state is conn_client_readable's). The
+ * request phase reads the client (at most one request head, plus one byte to notice);
+ * the tunnel relays both sides, the client's bytes held up to what the guard may hold
+ * while it inspects; the fast relay reads both sockets itself and writes them through
+ * sinks once conn_fast_start freed an upstream bufferevent; the drain only writes the
+ * answer, then frees (conn_sink_write).
  */
 static void
 conn_install(struct conn *c)
@@ -187,7 +175,6 @@ conn_install(struct conn *c)
 	case CS_CONNECT:
 	case CS_PARENT:
 		conn_read_bound(c, 0, EGRESS_HTTP_HEAD_MAX + 1);
-		bufferevent_setcb(c->cbev, conn_client_read, NULL, conn_client_event, c);
 		if (c->state != CS_PARENT)
 			break;
 		/* The parent's answer head, and no more than its bound (parent.c). */
@@ -198,8 +185,6 @@ conn_install(struct conn *c)
 	case CS_GUARD_OPEN:
 	case CS_RELAY:
 	case CS_FAST:
-		bufferevent_setcb(c->cbev, guarded ? conn_guard_read : conn_relay_read,
-		    conn_relay_write, conn_relay_event, c);
 		if (c->ubev != NULL)
 			bufferevent_setcb(c->ubev, conn_relay_read, conn_relay_write,
 			    conn_relay_event, c);
@@ -207,16 +192,14 @@ conn_install(struct conn *c)
 		conn_read_bound(c, 1, EGRESSD_RELAY_BUF);
 		if (c->state != CS_FAST)
 			break;
-		/* No reads into the bufferevents any more; conn_fast_start hands their sockets
-		 * to sinks and adds the read events (now the fast relay's) once what they had
-		 * read is delivered. */
+		/* No reads into the inputs any more; conn_fast_start hands an upstream
+		 * bufferevent's socket to a sink and adds the read events (now the fast
+		 * relay's) once what the inputs had is delivered. */
 		conn_read_off(c, 0);
 		conn_read_off(c, 1);
 		return;
 	case CS_DRAIN:
 		conn_read_off(c, 0);
-		bufferevent_setcb(c->cbev, NULL, conn_drain_write, conn_client_event, c);
-		bufferevent_setwatermark(c->cbev, EV_WRITE, 0, 0);
 		break;
 	case CS_COUNT:
 	default:
@@ -255,13 +238,18 @@ conn_transition(struct conn *c, enum conn_event ev)
 void
 conn_answer_and_close(struct conn *c, const void *out, size_t n)
 {
-	if (n == 0 || c->cbev == NULL) {
+	if (n == 0 || c->sink[0].fd == -1) {
 		conn_free(c);
 		return;
 	}
 	conn_transition(c, CE_ANSWER);
-	bufferevent_write(c->cbev, out, n);
-	conn_set_timer(c, 5);
+	if (conn_sink_send(c, 0, out, n) < n) {
+		conn_free(c);           /* no memory to queue it */
+		return;
+	}
+	/* Sent at once (the usual case): freed in a later callback, as after a write event,
+	 * for the callers that still hold c; else once the sink's write event drained it. */
+	conn_set_timer(c, egress_sink_len(&c->sink[0]) == 0 ? 0 : 5);
 }
 
 /* The deny receipt and log line, or a count when denials come too fast (SPEC). */
@@ -343,13 +331,13 @@ conn_deny_as(struct conn *c, enum egress_reason reason, const char *why, const u
 		n = native_answer(reason, NULL, 0, out);
 		break;
 	}
-	if (now && n > 0 && c->cbev != NULL) {
+	if (now && n > 0 && c->sink[0].fd != -1) {
 		/*
 		 * No loop turn left (principal removed, daemon stopping): best effort, straight
 		 * to the socket, once the monitor has the denial (the wait releases the hold).
 		 */
 		engine_sync();
-		send(bufferevent_getfd(c->cbev), out, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		send(c->sink[0].fd, out, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 		n = 0;
 	}
 	conn_answer_and_close(c, out, n);
@@ -371,10 +359,11 @@ static TAILQ_HEAD(conn_heldq, conn) conn_held = TAILQ_HEAD_INITIALIZER(conn_held
 static unsigned conn_nwait;             /* of them, CONN_HELD_WAIT */
 
 
+/* Side i's bufferevent: only an upstream's (a parent's, forwarding) has one. */
 static struct bufferevent *
 conn_bev(const struct conn *c, int i)
 {
-	return i == 0 ? c->cbev : c->ubev;
+	return i == 0 ? NULL : c->ubev;
 }
 
 /* Write events with bytes to send, off: none may run before the acknowledgement. */
@@ -635,19 +624,51 @@ conn_account(struct conn *c, bool up, size_t n)
 	return true;
 }
 
-static void
-conn_client_event(struct bufferevent *bev, short what, void *arg)
+/* The client's input grew: its reader in this state (connread.c calls it). */
+void
+conn_client_readable(struct conn *c)
 {
-	struct conn *c = arg;
+	switch (c->state) {
+	case CS_SNIFF:
+	case CS_HTTP:
+	case CS_SOCKS5:
+	case CS_SOCKS4:
+	case CS_NATIVE:
+	case CS_RESOLVE:
+	case CS_CONNECT:
+	case CS_PARENT:
+		conn_client_read(c);
+		break;
+	case CS_GUARD:
+	case CS_GUARD_OPEN:
+		conn_guard_read(c);
+		break;
+	case CS_RELAY:
+		conn_relay_client_read(c);
+		break;
+	case CS_FAST:
+	case CS_DRAIN:
+	case CS_COUNT:
+	default:
+		break;          /* no reads into the input in these states */
+	}
+}
 
-	(void)bev;
+/* The client's read ended (EOF, or an error with errno): per state. */
+void
+conn_client_ended(struct conn *c, short what)
+{
 	if (c->state == CS_DRAIN) {
 		conn_free(c);
 		return;
 	}
+	if (conn_state_tunnel(c->state)) {
+		conn_relay_client_event(c, what);
+		return;
+	}
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
 		/* The client left before a decision: a request half sent is malformed. */
-		if (c->state == CS_SNIFF && evbuffer_get_length(bufferevent_get_input(bev)) == 0) {
+		if (c->state == CS_SNIFF && evbuffer_get_length(c->cin) == 0) {
 			/* Every attempt leaves a receipt: this one, without a frontend. */
 			conn_deny_receipt(c, EGRESS_MALFORMED_REQUEST,
 			    "closed before sending a request", NULL, 0);
@@ -720,6 +741,7 @@ conn_accept(struct principal *p, int fd)
 	egressd_new_id(c->id);
 	c->start_ms = egress_mono_ms();
 	c->timer = evtimer_new(egressd_base, conn_timer_cb, c);
+	c->sink[0].fd = c->sink[1].fd = -1;
 	TAILQ_INSERT_TAIL(&p->conns, c, entry);
 	nconns++;
 	if (p->has_peer_uid) {
@@ -732,20 +754,14 @@ conn_accept(struct principal *p, int fd)
 			return;
 		}
 	}
-	c->cbev = bufferevent_socket_new(egressd_base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (c->cbev == NULL) {
-		close(fd);
-		conn_free(c);
-		return;
-	}
-	if (!conn_own_reads(c, 0)) {
+	/* No bufferevent: an input of its own, and the socket's write side a sink, whose
+	 * write event is made only when bytes wait (conn_free closes fd from now on). */
+	egress_sink_init(&c->sink[0], fd, egressd_base, conn_sink_write, c);
+	if ((c->cin = evbuffer_new()) == NULL || !conn_own_reads(c, 0)) {
 		conn_free(c);
 		return;
 	}
 	conn_install(c);                /* CS_SNIFF */
-	/* Reading only: writing is enabled from the start (libevent's default), and enabling
-	 * it again would register the write event with nothing queued: a poll that wakes for
-	 * nothing and an epoll_ctl to take it back. bufferevent_write registers it. */
 	conn_read_on(c, 0);
 	conn_read_now(c, 0);    /* the request is usually there by now */
 	conn_set_timer(c, (unsigned)conn_settings(c)->timeout_handshake);
@@ -776,12 +792,12 @@ conn_free(struct conn *c)
 	for (int i = 0; i < 2; i++)
 		if (c->fast[i] != NULL)
 			event_free(c->fast[i]);
-	if (c->cbev != NULL)
-		bufferevent_free(c->cbev);
+	if (c->cin != NULL)
+		evbuffer_free(c->cin);
 	if (c->ubev != NULL)
 		bufferevent_free(c->ubev);
 	for (int i = 0; i < 2; i++) {
-		if (!conn_sinked(c, i))
+		if (!conn_sinked(c, i) || c->sink[i].fd == -1)
 			continue;
 		egress_sink_free(&c->sink[i]);
 		close(c->sink[i].fd);

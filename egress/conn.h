@@ -2,8 +2,8 @@
  * conn.h: one principal connection, shared by the files of its phases (private to
  * egress/ and its tests):
  *
- *   conn.c      core: accept, the state table's transitions and the callbacks each state
- *               installs, answers and denials, receipts, byte accounting, close
+ *   conn.c      core: accept, the state table's transitions, the client's reader for
+ *               each state, answers and denials, receipts, byte accounting, close
  *   connstate.c the state table itself (state x event -> next state), pure
  *   frontend.c  sniffing the first bytes, the HTTP, SOCKS5, SOCKS4 and native parsers'
  *               requests, the target (synthetic addresses), the DNS verb
@@ -11,8 +11,9 @@
  *   parent.c    a parent proxy: the CONNECT asked of it and its answer (parent-proxy)
  *   guard.c     the SNI guard on the client's first bytes
  *   relay.c     the tunnel: bounded two-way copy, half-close, the fast relay, idle
- *   connread.c  the sockets' reads into their bufferevents, ours (no FIONREAD per read),
- *               and the dispatch of a sink upstream's reads (relay.c's conn_up_read)
+ *   connread.c  the sockets' reads before the fast relay, ours (no FIONREAD per read):
+ *               into the client's input, an upstream bufferevent's, or a sink upstream's
+ *               straight to the client (relay.c's conn_up_read)
  *
  * What the client sent is never trusted beyond its parse: the identity is the listener
  * the connection arrived on (struct principal).
@@ -175,8 +176,10 @@ struct conn {
 	char id[24];
 	enum conn_state state;
 	enum conn_frontend fe;
-	struct bufferevent *cbev;    /* client (the principal socket) */
-	struct bufferevent *ubev;    /* upstream, once connected */
+	/* The client (the principal socket) has no bufferevent: its input is cin, filled by
+	 * our own reads (connread.c), its write side sink[0], both from the accept on. */
+	struct evbuffer *cin;        /* NULL once the fast relay runs (bare) */
+	struct bufferevent *ubev;    /* upstream: a parent's, or forwarded to; else NULL */
 	struct event *timer;         /* handshake, connect, idle, drain deadlines */
 	struct socks5 s5;
 	struct host host;
@@ -203,23 +206,23 @@ struct conn {
 	uint8_t *fwd_head;
 	size_t fwd_head_len;
 	struct http_framing framing;
-	/* Our own read event of each socket, made with its bufferevent (connread.c): into
-	 * the bufferevent's input until the fast relay, then the fast relay's own reads, 64
-	 * KiB at a time, written through when the other side's output is empty (CONNECT and
-	 * SOCKS tunnels, once the guard is done). A sink upstream's (usink) is made with its
-	 * sink and reads straight to the client (conn_up_read) until the fast relay. NULL
-	 * for an https parent's TLS. */
+	/* Our own read event of each socket (connread.c): into the client's input (cin) or
+	 * an upstream bufferevent's until the fast relay, then the fast relay's own reads,
+	 * 64 KiB at a time, written through when the other side's queue is empty (CONNECT
+	 * and SOCKS tunnels, once the guard is done). A sink upstream's (usink) reads
+	 * straight to the client (conn_up_read) until the fast relay. NULL for an https
+	 * parent's TLS. */
 	struct event *fast[2];       /* read events: [0] client, [1] upstream */
 	uint8_t rd_want;             /* sides whose reads are on (connread.c), before bare */
 	uint8_t rd_keep;             /* of the others, paused: event left registered */
 	uint8_t rd_reg;              /* sides whose read event connread.c registered */
 	uint32_t rd_hi[2];           /* each side's read bound (conn_read_bound), before bare */
-	/* From conn_fast_start on (bare), the sockets' write sides without the bufferevents,
-	 * which are freed then (cbev and ubev NULL): [0] client, [1] upstream; a sink
-	 * upstream's from its connect on (usink). Their queues exist only while bytes wait
-	 * (common/splice.c). */
+	/* The sockets' write sides without a bufferevent: [0] the client's from its accept
+	 * (fd -1 before), [1] a sink upstream's from its connect on (usink), or from
+	 * conn_fast_start on (bare), when an upstream bufferevent is freed (ubev NULL).
+	 * Their queues exist only while bytes wait (common/splice.c). */
 	struct egress_sink sink[2];
-	bool bare;
+	bool bare;                   /* the fast relay: both sides sinks, its own reads */
 	/* The upstream of a CONNECT, SOCKS or native tunnel (not a parent's, not forwarding)
 	 * is a sink from its connect on (sink[1], read by c->fast[1]): it never has a
 	 * bufferevent (ubev NULL). Its reads before the fast relay are conn_up_read's. */
@@ -241,11 +244,11 @@ enum conn_held { CONN_HELD_NONE, CONN_HELD_WAIT, CONN_HELD_EOF };
 static inline bool
 conn_sinked(const struct conn *c, int i)
 {
-	return c->bare || (i == 1 && c->usink);
+	return i == 0 || c->bare || c->usink;
 }
 
 /* What conn_hold and conn_hold_suspend turned off (c->suspended). */
-#define CONN_SUSP_READ(i)  (0x01u << (i))       /* 0 cbev, 1 ubev */
+#define CONN_SUSP_READ(i)  (0x01u << (i))       /* 0 client, 1 upstream */
 #define CONN_SUSP_WRITE(i) (0x04u << (i))       /* their writes, or the sinks' (bare) */
 #define CONN_SUSP_FAST(i)  (0x10u << (i))       /* c->fast[i] */
 
@@ -291,8 +294,13 @@ bool conn_account(struct conn *c, bool up, size_t n);
 void conn_free(struct conn *c);
 void conn_close(struct conn *c, enum egress_reason reason, const char *cause);
 
+/* The client's input grew (connread.c): the state's reader takes it. */
+void conn_client_readable(struct conn *c);
+/* The client's read ended: what is BEV_EVENT_EOF or BEV_EVENT_ERROR (errno set). */
+void conn_client_ended(struct conn *c, short what);
+
 /* frontend.c */
-void conn_client_read(struct bufferevent *bev, void *arg);
+void conn_client_read(struct conn *c);
 
 /* connect.c */
 void conn_decide(struct conn *c);
@@ -311,7 +319,7 @@ void conn_parent_tls_shut(struct conn *c, struct bufferevent *bev);
 void conn_dial_free(struct conn *c);
 
 /* guard.c */
-void conn_guard_read(struct bufferevent *bev, void *arg);
+void conn_guard_read(struct conn *c);
 bool conn_guard_stop(struct conn *c);
 void conn_guard_refuse(struct conn *c, enum egress_reason reason, const char *why,
     const uint8_t *raw, size_t raw_len);
@@ -329,16 +337,24 @@ void conn_answer(struct conn *c, const void *p, size_t len);
  * bufferevent, never the socket).
  */
 bool conn_write_now(const struct conn *c, const struct bufferevent *dst);
+/* An upstream bufferevent's callbacks (a parent's, forwarding). */
 void conn_relay_read(struct bufferevent *bev, void *arg);
 void conn_relay_write(struct bufferevent *bev, void *arg);
 void conn_relay_event(struct bufferevent *bev, short what, void *arg);
+/* The client's, in a tunnel: its bytes grew, its read ended. */
+void conn_relay_client_read(struct conn *c);
+void conn_relay_client_event(struct conn *c, short what);
+/* Any sink's write event (its owner's callback, common/splice.c). */
+void conn_sink_write(evutil_socket_t fd, short what, void *arg);
+/* len bytes at p for sink i; the bytes handed on (fewer only without memory). */
+size_t conn_sink_send(struct conn *c, int i, const void *p, size_t len);
 /* A side that saw EOF and is delivered: shut the other way; both done: close. */
 void conn_propagate_eof(struct conn *c);
 void conn_fast_start(struct conn *c);
-/* What waits for side i (0 client, 1 upstream): its bufferevent's output, or its sink's. */
+/* What waits for side i (0 client, 1 upstream): its sink's queue, or the bufferevent's. */
 size_t conn_queued(const struct conn *c, int i);
 void conn_fast_read(evutil_socket_t fd, short what, void *arg);
-/* A read of a sink upstream before the fast relay (c->usink): to the client's bufferevent. */
+/* A read of a sink upstream before the fast relay (c->usink): to the client's sink. */
 void conn_up_read(struct conn *c);
 /* n bytes at the front of the client's input to the upstream; the bytes handed on. */
 size_t conn_push_up(struct conn *c, size_t n);
@@ -355,7 +371,6 @@ void conn_read_off(struct conn *c, int i);
 void conn_read_pause(struct conn *c, int i);     /* off, the event left registered */
 void conn_read_now(struct conn *c, int i);       /* a read in this loop turn, no poll */
 bool conn_reading(const struct conn *c, int i);
-int conn_side(const struct conn *c, const struct bufferevent *b);
 void conn_idle_check(struct conn *c);
 
 #endif

@@ -1,18 +1,20 @@
 /*
- * connread.c: the reads of a connection's sockets while they still have bufferevents (the
- * request, the SNI guard, a forwarded request's relay, a plain parent's answer), made by
- * egressd itself: libevent 2.1's evbuffer_read asks FIONREAD before every read, one
- * system call in two of these (5 of the engine's 38 per guarded setup, bench/README.md).
+ * connread.c: the reads of a connection's sockets before the fast relay (the request, the
+ * SNI guard, a forwarded request's relay, a parent's answer), made by egressd itself:
+ * libevent 2.1's evbuffer_read asks FIONREAD before every read, one system call in two of
+ * these (5 of the engine's 38 per guarded setup, bench/README.md).
  *
- * A side's socket bufferevent keeps its buffers, its write side and its callbacks
- * (conn_install sets them); its read event is never enabled, and its read bound is the
- * connection's (conn_read_bound, from conn_install), not the bufferevent's watermark. In
- * its place c->fast[i] (the same event the fast relay reads with later) reads into the
- * bufferevent's input and then does what libevent's bufferevent_readcb does: the read
- * callback after each read, no read while the input holds the bound (the input's callback
- * turns the read back on once something drained it), reading off and the event callback
- * with BEV_EVENT_EOF or BEV_EVENT_ERROR. The TLS bufferevent of an https parent reads for
- * itself (c->fast[1] stays NULL, its watermark is set): TLS is its own.
+ * The client has no bufferevent: c->fast[0] reads into its input (c->cin), then calls the
+ * reader of the connection's state (conn_client_readable), or its end on EOF or an error
+ * (conn_client_ended). An upstream bufferevent (a parent's, forwarding) keeps its buffers,
+ * its write side and its callbacks (conn_install sets them); its read event is never
+ * enabled: c->fast[1] reads into its input and then does what libevent's
+ * bufferevent_readcb does, the read callback after each read, or the event callback with
+ * BEV_EVENT_EOF or BEV_EVENT_ERROR. A sink upstream's reads go to relay.c's conn_up_read.
+ * No read while a side's input holds its bound (conn_read_bound, from conn_install; the
+ * input's callback turns the read back on once something drained it). The TLS
+ * bufferevent of an https parent reads for itself (c->fast[1] stays NULL, its watermark
+ * is set): TLS is its own.
  *
  * A pause (conn_read_pause: the request is being decided, resolved, connected) turns the
  * reads off but leaves the event registered; only when something arrives meanwhile does
@@ -34,10 +36,13 @@
 
 #define CONN_RD(i) (1u << (i))
 
-static struct bufferevent *
-conn_rd_bev(const struct conn *c, int i)
+/* Side i's input: the client's own, an upstream bufferevent's; NULL for a sink upstream. */
+static struct evbuffer *
+conn_rd_in(const struct conn *c, int i)
 {
-	return i == 0 ? c->cbev : c->ubev;
+	if (i == 0)
+		return c->cin;
+	return c->ubev != NULL ? bufferevent_get_input(c->ubev) : NULL;
 }
 
 /*
@@ -49,16 +54,15 @@ conn_rd_bev(const struct conn *c, int i)
 static void
 conn_read_update(struct conn *c, int i)
 {
-	struct bufferevent *b = conn_rd_bev(c, i);
+	struct evbuffer *in = conn_rd_in(c, i);
 	struct event *ev = c->fast[i];
 	uint8_t bit = (uint8_t)CONN_RD(i);
 	bool on = (c->rd_want & bit) != 0, pending = (c->rd_reg & bit) != 0;
 
-	if (ev == NULL || c->bare || (b == NULL && !conn_sinked(c, i)))
+	if (ev == NULL || c->bare || (in == NULL && !(i == 1 && c->usink)))
 		return;
-	/* A sink upstream has no input: the client's output bounds it (conn_up_read). */
-	if (on && b != NULL && c->rd_hi[i] > 0 &&
-	    evbuffer_get_length(bufferevent_get_input(b)) >= c->rd_hi[i])
+	/* A sink upstream has no input: the client's queue bounds it (conn_up_read). */
+	if (on && in != NULL && c->rd_hi[i] > 0 && evbuffer_get_length(in) >= c->rd_hi[i])
 		on = false;
 	if (on && !pending) {
 		if (event_add(ev, NULL) == 0)
@@ -78,11 +82,9 @@ conn_read_update(struct conn *c, int i)
 void
 conn_read_bound(struct conn *c, int i, size_t hi)
 {
-	struct bufferevent *b = conn_rd_bev(c, i);
-
 	if (c->fast[i] == NULL) {
-		if (b != NULL)
-			bufferevent_setwatermark(b, EV_READ, 0, hi);
+		if (i == 1 && c->ubev != NULL)
+			bufferevent_setwatermark(c->ubev, EV_READ, 0, hi);
 		c->rd_hi[i] = (uint32_t)hi;
 		return;
 	}
@@ -100,23 +102,24 @@ conn_input_cb(struct evbuffer *in, const struct evbuffer_cb_info *info, void *ar
 
 	if (info->n_deleted == 0)
 		return;
-	for (int i = 0; i < 2; i++) {
-		struct bufferevent *b = conn_rd_bev(c, i);
-
-		if (b != NULL && bufferevent_get_input(b) == in)
+	for (int i = 0; i < 2; i++)
+		if (conn_rd_in(c, i) == in)
 			conn_read_update(c, i);
-	}
 }
 
-/* One read of side i into its bufferevent's input, as bufferevent_readcb would. */
+/*
+ * One read of side i into its input, as bufferevent_readcb would: then the client's
+ * reader for its state (conn.c), or the upstream bufferevent's read callback; at the end
+ * of the bytes or on an error, the client's end (conn.c) or the bufferevent's event
+ * callback.
+ */
 static void
-conn_bev_read(struct conn *c, int i)
+conn_in_read(struct conn *c, int i)
 {
-	struct bufferevent *b = conn_rd_bev(c, i);
-	struct evbuffer *in = bufferevent_get_input(b);
-	bufferevent_data_cb readcb;
-	bufferevent_event_cb eventcb;
-	void *arg;
+	struct evbuffer *in = conn_rd_in(c, i);
+	bufferevent_data_cb readcb = NULL;
+	bufferevent_event_cb eventcb = NULL;
+	void *arg = NULL;
 	size_t hi = c->rd_hi[i], len = evbuffer_get_length(in), want = EGRESSD_RELAY_BUF;
 	ssize_t r;
 	int e;
@@ -129,7 +132,8 @@ conn_bev_read(struct conn *c, int i)
 		if (hi - len < want)
 			want = hi - len;
 	}
-	bufferevent_getcb(b, &readcb, NULL, &eventcb, &arg);
+	if (i == 1)
+		bufferevent_getcb(c->ubev, &readcb, NULL, &eventcb, &arg);
 	r = read(event_get_fd(c->fast[i]), conn_scratch, want);
 	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 		return;
@@ -138,18 +142,22 @@ conn_bev_read(struct conn *c, int i)
 		errno = ENOMEM;
 	}
 	if (r <= 0) {
+		short what = BEV_EVENT_READING | (r == 0 ? BEV_EVENT_EOF : BEV_EVENT_ERROR);
+
 		e = errno;
 		conn_read_off(c, i);
-		if (eventcb != NULL) {
-			errno = e;
-			eventcb(b, BEV_EVENT_READING | (r == 0 ? BEV_EVENT_EOF : BEV_EVENT_ERROR),
-			    arg);
-		}
+		errno = e;
+		if (i == 0)
+			conn_client_ended(c, what);
+		else if (eventcb != NULL)
+			eventcb(c->ubev, what, arg);
 		return;                 /* c may be gone */
 	}
 	conn_read_update(c, i);         /* at the bound: no more until it drains */
-	if (readcb != NULL)
-		readcb(b, arg);
+	if (i == 0)
+		conn_client_readable(c);
+	else if (readcb != NULL)
+		readcb(c->ubev, arg);
 }
 
 /* c->fast[i]'s callback: the bufferevent's reads until the fast relay, then its own. */
@@ -174,26 +182,26 @@ conn_sock_read(evutil_socket_t fd, short what, void *arg)
 		event_del(c->fast[i]);
 		return;
 	}
-	if (conn_sinked(c, i)) {
+	if (i == 1 && c->usink) {
 		conn_up_read(c);
 		return;
 	}
-	conn_bev_read(c, i);
+	conn_in_read(c, i);
 }
 
 bool
 conn_own_reads(struct conn *c, int i)
 {
-	struct bufferevent *b = conn_rd_bev(c, i);
-	struct evbuffer *in = bufferevent_get_input(b);
+	struct evbuffer *in = conn_rd_in(c, i);
+	int fd = i == 0 ? c->sink[0].fd : bufferevent_getfd(c->ubev);
 
-	c->fast[i] = event_new(egressd_base, bufferevent_getfd(b), EV_READ | EV_PERSIST,
-	    conn_sock_read, c);
+	c->fast[i] = event_new(egressd_base, fd, EV_READ | EV_PERSIST, conn_sock_read, c);
 	if (c->fast[i] == NULL)
 		return false;
 	/* A socket bufferevent freezes its input's end outside its own read callback, which
 	 * never runs here: this read adds to it. */
-	evbuffer_unfreeze(in, 0);
+	if (i == 1)
+		evbuffer_unfreeze(in, 0);
 	if (evbuffer_add_cb(in, conn_input_cb, c) == NULL) {
 		event_free(c->fast[i]);
 		c->fast[i] = NULL;
@@ -230,7 +238,7 @@ conn_own_reads_free(struct conn *c, int i)
 static void
 conn_read_set(struct conn *c, int i, bool want, bool keep)
 {
-	struct bufferevent *b = conn_rd_bev(c, i);
+	struct bufferevent *b = i == 1 ? c->ubev : NULL;
 	uint8_t bit = (uint8_t)CONN_RD(i);
 
 	if (c->fast[i] == NULL) {
@@ -280,13 +288,7 @@ bool
 conn_reading(const struct conn *c, int i)
 {
 	if (c->fast[i] == NULL)
-		return conn_rd_bev(c, i) != NULL &&
-		    (bufferevent_get_enabled(conn_rd_bev(c, i)) & EV_READ) != 0;
+		return i == 1 && c->ubev != NULL &&
+		    (bufferevent_get_enabled(c->ubev) & EV_READ) != 0;
 	return (c->rd_want & CONN_RD(i)) != 0;
-}
-
-int
-conn_side(const struct conn *c, const struct bufferevent *b)
-{
-	return b == c->cbev ? 0 : 1;
 }

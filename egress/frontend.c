@@ -302,10 +302,9 @@ conn_native(struct conn *c, struct evbuffer *in)
 }
 
 void
-conn_client_read(struct bufferevent *bev, void *arg)
+conn_client_read(struct conn *c)
 {
-	struct conn *c = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
+	struct evbuffer *in = c->cin;
 
 	if (c->state == CS_SNIFF) {
 		uint8_t first;

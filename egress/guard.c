@@ -91,10 +91,9 @@ conn_guard_release(struct conn *c, size_t n)
 static uint8_t conn_guard_scratch[EGRESS_TLS_SCRATCH];
 
 void
-conn_guard_read(struct bufferevent *bev, void *arg)
+conn_guard_read(struct conn *c)
 {
-	struct conn *c = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
+	struct evbuffer *in = c->cin;
 	const struct policy_settings *s = conn_settings(c);
 	struct tls_result res;
 

@@ -64,7 +64,7 @@ conn_half_eof(struct conn *c, enum conn_dir d)
 size_t
 conn_queued(const struct conn *c, int i)
 {
-	struct bufferevent *b = i == 0 ? c->cbev : c->ubev;
+	struct bufferevent *b = i == 1 ? c->ubev : NULL;
 	size_t q = conn_sinked(c, i) ? egress_sink_len(&c->sink[i]) : 0;
 
 	/* Both while conn_go_bare moves one into the other (or failed to). */
@@ -79,7 +79,7 @@ static void
 conn_half_shut(struct conn *c, enum conn_dir d, bool may)
 {
 	int i = d == CD_UP ? 1 : 0;
-	struct bufferevent *dst = i == 1 ? c->ubev : c->cbev;
+	struct bufferevent *dst = i == 1 ? c->ubev : NULL;
 
 	if (!may || conn_halves_get(&c->halves, d) != CH_EOF_SEEN)
 		return;
@@ -161,15 +161,16 @@ conn_forward_take(struct conn *c, struct evbuffer *in, size_t *n, struct proto_e
 }
 
 /*
- * len bytes at p for sink side i before the fast relay (a sink upstream, c->usink): straight
- * to its socket when they may leave now (conn_write_now) and nothing waits there, what it
- * does not take queued (armed unless the hold turned its write off: conn_resume arms it).
- * A write error other than EAGAIN queues the bytes too: the sink's write event meets it
- * again and ends the tunnel (conn_sink_write), as a bufferevent's would. Returns the bytes
- * handed on: fewer than len only when no memory was left for the queue.
+ * len bytes at p for sink i before the fast relay (the client's, a sink upstream's):
+ * straight to its socket when they may leave now (conn_write_now) and nothing waits
+ * there, what it does not take queued (armed unless the hold turned its write off:
+ * conn_resume arms it). A write error other than EAGAIN queues the bytes too: the sink's
+ * write event meets it again and ends the connection (conn_sink_write), as a
+ * bufferevent's would. Returns the bytes handed on: fewer than len only when no memory
+ * was left for the queue.
  */
-static size_t
-conn_sink_send(struct conn *c, int i, const uint8_t *p, size_t len)
+size_t
+conn_sink_send(struct conn *c, int i, const void *p, size_t len)
 {
 	struct egress_sink *s = &c->sink[i];
 	size_t sent = 0;
@@ -180,10 +181,29 @@ conn_sink_send(struct conn *c, int i, const uint8_t *p, size_t len)
 	if (conn_write_now(c, NULL) && egress_sink_len(s) == 0 &&
 	    (w = send(s->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT)) > 0)
 		sent = (size_t)w;
-	if (sent < len && egress_sink_queue(s, p + sent, len - sent,
+	if (sent < len && egress_sink_queue(s, (const uint8_t *)p + sent, len - sent,
 	    !(c->suspended & CONN_SUSP_WRITE(i))) == -1)
 		return sent;
 	return len;
+}
+
+/* The same for n bytes at the front of in, which are drained: the bytes handed on. */
+static size_t
+conn_sink_push(struct conn *c, int i, struct evbuffer *in, size_t n)
+{
+	struct egress_sink *s = &c->sink[i];
+	size_t sent = 0;
+	int w;
+
+	if (n == 0)
+		return 0;
+	if (conn_write_now(c, NULL) && egress_sink_len(s) == 0 &&
+	    (w = evbuffer_write_atmost(in, s->fd, (ev_ssize_t)n)) > 0)
+		sent = (size_t)w;
+	if (sent < n && (w = egress_sink_move(s, in, n - sent,
+	    !(c->suspended & CONN_SUSP_WRITE(i)))) > 0)
+		sent += (size_t)w;
+	return sent;
 }
 
 /*
@@ -194,36 +214,34 @@ conn_sink_send(struct conn *c, int i, const uint8_t *p, size_t len)
 size_t
 conn_push_up(struct conn *c, size_t n)
 {
-	struct evbuffer *in = bufferevent_get_input(c->cbev);
-	const uint8_t *p;
 	size_t moved;
 
 	if (!c->usink)
-		return egress_splice_push(in, c->ubev, n, conn_write_now(c, c->ubev));
-	if (n == 0 || (p = evbuffer_pullup(in, (ev_ssize_t)n)) == NULL)
-		return 0;
-	moved = conn_sink_send(c, 1, p, n);
-	evbuffer_drain(in, moved);
+		return egress_splice_push(c->cin, c->ubev, n, conn_write_now(c, c->ubev));
+	moved = conn_sink_push(c, 1, c->cin, n);
 	if (egress_sink_len(&c->sink[1]) >= EGRESSD_RELAY_BUF)
 		conn_read_off(c, 0);
 	return moved;
 }
 
-/* Moves what src has to the other side; false when the connection was closed. */
+/*
+ * Moves what one side's input has to the other side (up: the client's, to the upstream;
+ * down: an upstream bufferevent's, to the client's sink); false when the connection was
+ * closed. A sink upstream has no input: its reads move at once (conn_up_read).
+ */
 static bool
-conn_relay_move(struct conn *c, struct bufferevent *src)
+conn_relay_move(struct conn *c, bool up)
 {
-	bool up = src == c->cbev;
-	struct bufferevent *dst = up ? c->ubev : c->cbev;
-	struct evbuffer *in, *out;
+	struct evbuffer *in;
 	size_t n;
 	int moved;
 
-	if (src == NULL)
-		return true;            /* a sink upstream: its reads move at once */
-	in = bufferevent_get_input(src);
+	if (!up && c->ubev == NULL)
+		return true;
+	if (up && c->cin == NULL)
+		return true;            /* bare: the fast relay moved everything */
+	in = up ? c->cin : bufferevent_get_input(c->ubev);
 	n = evbuffer_get_length(in);
-
 	if (up && conn_forward_done(c)) {
 		/* Exactly one request: what follows the body is never forwarded. */
 		evbuffer_drain(in, n);
@@ -243,7 +261,7 @@ conn_relay_move(struct conn *c, struct bufferevent *src)
 		g->nserver += (size_t)evbuffer_copyout(in, g->server + g->nserver,
 		    want < n ? want : n);
 		g->hrr = tls_server_hrr(g->server, g->nserver);
-		if (g->hrr >= 0 && evbuffer_get_length(bufferevent_get_input(c->cbev)) > 0)
+		if (g->hrr >= 0 && evbuffer_get_length(c->cin) > 0)
 			conn_guard_pending = c;
 	}
 	if (!conn_write_open(c)) {
@@ -274,49 +292,72 @@ conn_relay_move(struct conn *c, struct bufferevent *src)
 		moved = (int)conn_push_up(c, n);
 		return moved <= 0 || conn_account(c, true, (size_t)moved);
 	}
-	out = bufferevent_get_output(dst);
-	moved = (int)egress_splice_push(in, dst, n, conn_write_now(c, dst));
+	if (!up) {
+		/* To the client's sink; one at the bound pauses the upstream's reads, its
+		 * write event turns them on again at half of it (conn_sink_write). */
+		moved = (int)conn_sink_push(c, 0, in, n);
+		if (moved <= 0)
+			return true;
+		if (!conn_account(c, false, (size_t)moved))
+			return false;
+		if (egress_sink_len(&c->sink[0]) >= EGRESSD_RELAY_BUF)
+			conn_read_off(c, 1);
+		return true;
+	}
+	moved = (int)egress_splice_push(in, c->ubev, n, conn_write_now(c, c->ubev));
 	if (moved <= 0)
 		return true;
-	if (up && conn_forward_done(c))
+	if (conn_forward_done(c))
 		evbuffer_drain(in, evbuffer_get_length(in));
-	if (!conn_account(c, up, (size_t)moved))
+	if (!conn_account(c, true, (size_t)moved))
 		return false;
-	/* Backpressure: a slow reader on dst pauses src; dst's write callback resumes it. */
-	if (evbuffer_get_length(out) >= EGRESSD_RELAY_BUF) {
-		conn_read_off(c, conn_side(c, src));
-		bufferevent_setwatermark(dst, EV_WRITE, EGRESSD_RELAY_BUF / 2, 0);
+	/* Backpressure: a slow upstream pauses the client; ubev's write callback resumes it. */
+	if (evbuffer_get_length(bufferevent_get_output(c->ubev)) >= EGRESSD_RELAY_BUF) {
+		conn_read_off(c, 0);
+		bufferevent_setwatermark(c->ubev, EV_WRITE, EGRESSD_RELAY_BUF / 2, 0);
 	}
 	return true;
 }
 
+/* After bytes moved: the server's answer is known now, judge the client bytes held. */
+static void
+conn_guard_pending_run(struct conn *c)
+{
+	if (conn_guard_pending == c) {
+		conn_guard_pending = NULL;
+		if (conn_state_guarded(c->state))
+			conn_guard_read(c);
+	}
+}
+
+/* An upstream bufferevent's read callback (a parent's, forwarding). */
 void
 conn_relay_read(struct bufferevent *src, void *arg)
 {
 	struct conn *c = arg;
 
-	if (!conn_relay_move(c, src))
-		return;
-	/* The server's answer is known now: judge the client bytes held meanwhile. */
-	if (conn_guard_pending == c) {
-		conn_guard_pending = NULL;
-		if (conn_state_guarded(c->state))
-			conn_guard_read(c->cbev, c);
-	}
+	(void)src;
+	if (conn_relay_move(c, false))
+		conn_guard_pending_run(c);
 }
 
+/* The client's bytes in the relay (not under the guard: conn_guard_read has them). */
+void
+conn_relay_client_read(struct conn *c)
+{
+	if (conn_relay_move(c, true))
+		conn_guard_pending_run(c);
+}
+
+/* An upstream bufferevent's output drained to its low watermark. */
 void
 conn_relay_write(struct bufferevent *dst, void *arg)
 {
 	struct conn *c = arg;
-	bool to_up = dst == c->ubev;
-	struct bufferevent *src = to_up ? c->cbev : c->ubev;
-	bool src_eof = conn_halves_eof(&c->halves, to_up ? CD_UP : CD_DOWN);
 
-	/* The bufferevents' own copy only (CS_FAST has none left: its sinks write). */
 	bufferevent_setwatermark(dst, EV_WRITE, 0, 0);     /* the pause (conn_relay_move) is over */
-	if (!src_eof && !(to_up && conn_forward_done(c)))
-		conn_read_on(c, conn_side(c, src));
+	if (!conn_halves_eof(&c->halves, CD_UP) && !conn_forward_done(c))
+		conn_read_on(c, 0);
 	conn_propagate_eof(c);
 }
 
@@ -370,23 +411,21 @@ conn_fast_read(evutil_socket_t fd, short what, void *arg)
 
 /*
  * A sink upstream's read before the fast relay (GUARD, GUARD_OPEN, RELAY): what
- * conn_relay_move did with an upstream bufferevent's input, without one. The read takes
- * what the client's output has room for (a full output pauses it; the client's write
- * callback turns it on again, conn_relay_write), the server's first bytes are noted for
- * the guard (a HelloRetryRequest?), the open receipt is written before they reach the
- * client (a server that speaks first), and they go straight to the client's socket when
- * they may (conn_write_now), or wait in its output.
+ * conn_relay_move does with an upstream bufferevent's input, without one. The read takes
+ * what the client's queue has room for (a full queue pauses it; the client's sink turns
+ * it on again at half, conn_sink_write), the server's first bytes are noted for the guard
+ * (a HelloRetryRequest?), the open receipt is written before they reach the client (a
+ * server that speaks first), and they go straight to the client's socket when they may
+ * (conn_write_now), or wait in its queue.
  */
 void
 conn_up_read(struct conn *c)
 {
-	struct bufferevent *dst = c->cbev;
-	size_t q = evbuffer_get_length(bufferevent_get_output(dst)), n;
+	size_t q = egress_sink_len(&c->sink[0]), n;
 	ssize_t r;
 
 	if (q >= EGRESSD_RELAY_BUF) {
 		conn_read_off(c, 1);
-		bufferevent_setwatermark(dst, EV_WRITE, EGRESSD_RELAY_BUF / 2, 0);
 		return;
 	}
 	r = read(c->sink[1].fd, conn_scratch, EGRESSD_RELAY_BUF - q);
@@ -414,63 +453,71 @@ conn_up_read(struct conn *c)
 		memcpy(g->server + g->nserver, conn_scratch, want);
 		g->nserver += want;
 		g->hrr = tls_server_hrr(g->server, g->nserver);
-		if (g->hrr >= 0 && evbuffer_get_length(bufferevent_get_input(c->cbev)) > 0)
+		if (g->hrr >= 0 && evbuffer_get_length(c->cin) > 0)
 			conn_guard_pending = c;
 	}
 	if (!conn_write_open(c)) {
 		conn_close(c, EGRESS_SHUTDOWN, "error");
 		return;
 	}
-	if (egress_splice_send(conn_scratch, n, dst, conn_write_now(c, dst)) < n) {
-		conn_close(c, EGRESS_ALLOWED, "error");        /* no memory for the output */
+	if (conn_sink_send(c, 0, conn_scratch, n) < n) {
+		conn_close(c, EGRESS_ALLOWED, "error");        /* no memory for the queue */
 		return;
 	}
 	if (!conn_account(c, false, n))
 		return;
-	if (evbuffer_get_length(bufferevent_get_output(dst)) >= EGRESSD_RELAY_BUF) {
+	if (egress_sink_len(&c->sink[0]) >= EGRESSD_RELAY_BUF)
 		conn_read_off(c, 1);
-		bufferevent_setwatermark(dst, EV_WRITE, EGRESSD_RELAY_BUF / 2, 0);
-	}
-	/* The server's answer is known now: judge the client bytes held meanwhile. */
-	if (conn_guard_pending == c) {
-		conn_guard_pending = NULL;
-		if (conn_state_guarded(c->state))
-			conn_guard_read(c->cbev, c);
-	}
+	conn_guard_pending_run(c);
 }
 
 /*
- * A sink's write event (CS_FAST): what waits leaves; once half of the bound is left, the
- * reader that feeds it goes on (it paused at the bound); once nothing is, a half-close
- * that waited for it goes on. A write error ends the tunnel like a bufferevent's did.
+ * Any sink's write event: what waits leaves; once half of the bound is left, the reader
+ * that feeds it goes on (it paused at the bound): the fast relay's own (egress_sink_written),
+ * before it connread.c's (the client for a sink upstream, the upstream for the client);
+ * once nothing is, a half-close that waited for it goes on, or, for an answer before the
+ * close (the drain), the connection is freed. A write error ends a tunnel as a
+ * bufferevent's did; before the tunnel it is the client's end (conn_client_ended).
  */
-static void
+void
 conn_sink_write(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 	bool to_up = fd == c->sink[1].fd;
 	struct egress_sink *dst = &c->sink[to_up ? 1 : 0];
-
 	enum egress_splice_res r;
 
 	(void)what;
 	if (!c->bare) {
-		/* A sink upstream before the fast relay: the client's reads are connread.c's. */
 		r = egress_sink_flush(dst, EGRESSD_RELAY_BUF);
 		if (r == EGRESS_SPLICE_MOVED && egress_sink_len(dst) <= EGRESSD_RELAY_BUF / 2 &&
-		    !conn_halves_eof(&c->halves, CD_UP))
-			conn_read_on(c, 0);
+		    conn_state_tunnel(c->state)) {
+			if (to_up && !conn_halves_eof(&c->halves, CD_UP))
+				conn_read_on(c, 0);
+			else if (!to_up && !conn_halves_eof(&c->halves, CD_DOWN))
+				conn_read_on(c, 1);
+		}
 	} else {
 		r = egress_sink_written(dst, EGRESSD_RELAY_BUF, c->fast[to_up ? 0 : 1],
 		    conn_halves_eof(&c->halves, to_up ? CD_UP : CD_DOWN));
 	}
 	switch (r) {
 	case EGRESS_SPLICE_SEND_ERROR:
+		if (!conn_state_tunnel(c->state)) {
+			conn_client_ended(c, BEV_EVENT_WRITING | BEV_EVENT_ERROR);
+			return;
+		}
 		conn_close(c, EGRESS_ALLOWED, errno == EPIPE || errno == ECONNRESET ?
 		    (to_up ? "upstream-reset" : "client-reset") : "error");
 		return;
 	case EGRESS_SPLICE_MOVED:
-		conn_propagate_eof(c);
+		if (c->state == CS_DRAIN) {
+			if (egress_sink_len(dst) == 0)
+				conn_free(c);   /* the answer is out: closed */
+			return;
+		}
+		if (conn_state_tunnel(c->state))
+			conn_propagate_eof(c);
 		return;
 	default:
 		return;
@@ -478,49 +525,47 @@ conn_sink_write(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * RELAY -fast-> FAST without the bufferevents: each side's socket that has one (a sink
- * upstream is a sink already) goes to a sink, with
- * what its bufferevent still had to write (a held answer), armed unless the hold turned
- * that write off (conn_resume arms it then). The bufferevents let go of their sockets
- * first (bufferevent_setfd -1: their events are deleted and their close-on-free has
- * nothing left to close; conn_free closes the sinks' sockets from now on). Only then can
- * the bytes move: a socket bufferevent keeps its output's front frozen outside its own
- * write callback (a move before the setfd failed, EAGAIN); 2.1's setfd unfreezes it, and
- * so does the unfreeze here, which does not rely on that. False: no memory for a queue,
- * the tunnel closed (what stayed in a bufferevent counts as not delivered: conn_queued).
+ * RELAY -fast-> FAST without a bufferevent: the client is a sink from its accept and a
+ * sink upstream from its connect; an upstream bufferevent (a plain parent's) goes to a
+ * sink, with what it still had to write, armed unless the hold turned that write off
+ * (conn_resume arms it then). The bufferevent lets go of its socket first
+ * (bufferevent_setfd -1: its events are deleted and its close-on-free has nothing left to
+ * close; conn_free closes the sink's socket from now on). Only then can the bytes move: a
+ * socket bufferevent keeps its output's front frozen outside its own write callback (a
+ * move before the setfd failed, EAGAIN); 2.1's setfd unfreezes it, and so does the
+ * unfreeze here, which does not rely on that. The client's input, empty now, is freed.
+ * False: no memory for a queue, the tunnel closed (what stayed in the bufferevent counts
+ * as not delivered: conn_queued).
  */
 static bool
 conn_go_bare(struct conn *c)
 {
-	struct bufferevent *b[2] = { c->cbev, c->ubev };
-	bool ok = true;
+	struct bufferevent *b = c->ubev;   /* NULL for a sink upstream (conn_start_relay) */
 
-	for (int i = 0; i < 2; i++) {
-		if (b[i] == NULL)
-			continue;       /* a sink upstream is one already (conn_start_relay) */
-		egress_sink_init(&c->sink[i], bufferevent_getfd(b[i]), egressd_base,
-		    conn_sink_write, c);
-		bufferevent_setfd(b[i], -1);
-		evbuffer_unfreeze(bufferevent_get_output(b[i]), 1);
+	if (b != NULL) {
+		egress_sink_init(&c->sink[1], bufferevent_getfd(b), egressd_base, conn_sink_write,
+		    c);
+		bufferevent_setfd(b, -1);
+		evbuffer_unfreeze(bufferevent_get_output(b), 1);
 	}
 	c->bare = true;
-	for (int i = 0; ok && i < 2; i++)
-		ok = b[i] == NULL || egress_sink_take(&c->sink[i], bufferevent_get_output(b[i]),
-		    !(c->suspended & CONN_SUSP_WRITE(i))) == 0;
-	if (!ok) {
+	if (b != NULL && egress_sink_take(&c->sink[1], bufferevent_get_output(b),
+	    !(c->suspended & CONN_SUSP_WRITE(1))) != 0) {
 		conn_close(c, EGRESS_ALLOWED, "error");
 		return false;
 	}
-	for (int i = 0; i < 2; i++)
-		if (b[i] != NULL)
-			bufferevent_free(b[i]);
-	c->cbev = c->ubev = NULL;
+	if (b != NULL)
+		bufferevent_free(b);
+	c->ubev = NULL;
+	/* What the client's input had is moved (conn_fast_start): an idle tunnel keeps none. */
+	evbuffer_free(c->cin);
+	c->cin = NULL;
 	return true;
 }
 
 /*
- * From the bufferevents' reads to ours (RELAY -fast-> FAST): what they already read is
- * delivered first, queued in the other side's output. The fast reads are only added
+ * From connread.c's reads to the fast relay's (RELAY -fast-> FAST): what the inputs
+ * already hold is delivered first, queued in the other side's sink. The fast reads are only added
  * here: the first one runs in a later callback (conn_write_open says why that matters).
  * A forwarded request never takes this path: every client byte of it must pass the body
  * framing in conn_relay_move, which alone decides what goes upstream.
@@ -532,7 +577,7 @@ conn_fast_start(struct conn *c)
 		return;
 	/* No read comes between these moves and the transition (which stops the
 	 * bufferevents' reads): nothing is left behind in their inputs. */
-	if (!conn_relay_move(c, c->cbev) || !conn_relay_move(c, c->ubev))
+	if (!conn_relay_move(c, true) || !conn_relay_move(c, false))
 		return;
 	/* Through an https:// parent the bufferevents go on copying: TLS is theirs, and the
 	 * fast relay's reads and writes of the fd would bypass it. */
@@ -547,16 +592,14 @@ conn_fast_start(struct conn *c)
 		event_add(c->fast[1], NULL);
 }
 
-void
-conn_relay_event(struct bufferevent *bev, short what, void *arg)
+/* A side's read ended: EOF (its bytes are delivered first), or an error with errno. */
+static void
+conn_relay_ended(struct conn *c, bool client, short what)
 {
-	struct conn *c = arg;
-	bool client = bev == c->cbev;
-
 	if (what & BEV_EVENT_EOF) {
 		if (client && conn_state_guarded(c->state)) {
 			/* A client that stops mid-ClientHello never had it judged. */
-			if (evbuffer_get_length(bufferevent_get_input(bev)) > 0) {
+			if (evbuffer_get_length(c->cin) > 0) {
 				conn_guard_refuse(c, EGRESS_SNI_MALFORMED,
 				    "client closed in the middle of its ClientHello", NULL, 0);
 				return;
@@ -565,7 +608,7 @@ conn_relay_event(struct bufferevent *bev, short what, void *arg)
 				return;
 		}
 		/* Deliver what is left in the input first. */
-		if (!conn_relay_move(c, bev))
+		if (!conn_relay_move(c, client))
 			return;
 		conn_half_eof(c, client ? CD_UP : CD_DOWN);
 		return;
@@ -578,6 +621,20 @@ conn_relay_event(struct bufferevent *bev, short what, void *arg)
 		else
 			conn_close(c, EGRESS_ALLOWED, "error");
 	}
+}
+
+/* An upstream bufferevent's event callback (a parent's, forwarding). */
+void
+conn_relay_event(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	conn_relay_ended(arg, false, what);
+}
+
+void
+conn_relay_client_event(struct conn *c, short what)
+{
+	conn_relay_ended(c, true, what);
 }
 
 /* The idle check runs at most once per timeout idle; activity only stamps a time. */
@@ -605,7 +662,7 @@ conn_write_now(const struct conn *c, const struct bufferevent *dst)
 void
 conn_answer(struct conn *c, const void *p, size_t len)
 {
-	(void)egress_splice_send(p, len, c->cbev, conn_write_now(c, c->cbev));
+	(void)conn_sink_send(c, 0, p, len);
 }
 
 void
@@ -707,11 +764,11 @@ conn_start_relay(struct conn *c, int fd)
 	 * reads are libevent's (the others are ours, connread.c, up to the bound already). */
 	if (c->ubev != NULL && c->fast[1] == NULL)
 		bufferevent_set_max_single_read(c->ubev, EGRESSD_RELAY_BUF);
-	bufferevent_set_max_single_write(c->cbev, EGRESSD_RELAY_BUF);
 	if (c->ubev != NULL)
 		bufferevent_set_max_single_write(c->ubev, EGRESSD_RELAY_BUF);
-	/* Reading; writing is on since each bufferevent was made (conn_accept says why not
-	 * EV_WRITE here: what was queued above registered its write event already). */
+	/* Reading; an upstream bufferevent writes since it was made (enabling its write
+	 * again would register the write event with nothing queued: a poll that wakes for
+	 * nothing and an epoll_ctl to take it back), the sinks when bytes wait. */
 	conn_read_on(c, 1);
 	conn_read_on(c, 0);
 	conn_set_timer(c, (unsigned)s->timeout_idle);
@@ -724,12 +781,12 @@ conn_start_relay(struct conn *c, int fd)
 		bufferevent_trigger(c->ubev, EV_READ, BEV_TRIG_DEFER_CALLBACKS);
 	/* Bytes the client sent early (after its request) are tunnel payload. */
 	if (conn_state_guarded(c->state) || c->fe == FE_HTTP_FORWARD) {
-		if (evbuffer_get_length(bufferevent_get_input(c->cbev)) == 0)
+		if (evbuffer_get_length(c->cin) == 0)
 			return;
 		if (conn_state_guarded(c->state))
-			conn_guard_read(c->cbev, c);
+			conn_guard_read(c);
 		else
-			conn_relay_read(c->cbev, c);
+			conn_relay_client_read(c);
 		return;
 	}
 	conn_fast_start(c);

@@ -295,6 +295,29 @@ START_TEST(test_take)
 }
 END_TEST
 
+/* move takes at most n bytes, leaves the rest, arms only when it moved something. */
+START_TEST(test_move)
+{
+	struct evbuffer *from = evbuffer_new();
+
+	ck_assert_int_eq(egress_sink_move(&sink, from, 4, true), 0);     /* nothing there */
+	ck_assert_ptr_null(sink.q);
+	evbuffer_add(from, "abcdefgh", 8);
+	ck_assert_int_eq(egress_sink_move(&sink, from, 0, true), 0);     /* none asked */
+	ck_assert_ptr_null(sink.q);
+	ck_assert_int_eq(egress_sink_move(&sink, from, 3, false), 3);
+	ck_assert_uint_eq(evbuffer_get_length(from), 5);
+	ck_assert_uint_eq(egress_sink_len(&sink), 3);
+	ck_assert(!event_pending(sink.wr, EV_WRITE, NULL));              /* not armed */
+	ck_assert_int_eq(egress_sink_move(&sink, from, 100, true), 5);   /* fewer there */
+	ck_assert_uint_eq(evbuffer_get_length(from), 0);
+	ck_assert(event_pending(sink.wr, EV_WRITE, NULL));
+	event_base_loop(base, EVLOOP_ONCE);
+	ck_assert_uint_eq(drain_peer(), 8);
+	evbuffer_free(from);
+}
+END_TEST
+
 /* A bounded flush: one write of at most bound, the rest waits. */
 START_TEST(test_flush_bounded)
 {
@@ -345,6 +368,7 @@ splice_suite(void)
 		{ "the half-close waits for the queue", test_shut_waits_for_queue },
 		{ "a hold disarms the write", test_hold_disarms },
 		{ "take moves a bufferevent's output", test_take },
+		{ "move takes at most n bytes", test_move },
 		{ "a flush is bounded", test_flush_bounded },
 		{ "the write resumes the feeder at half the bound", test_written_resumes_feeder },
 	};
