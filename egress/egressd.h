@@ -346,6 +346,12 @@ bool principal_deny_collapse(struct principal *p, enum egress_reason reason,
 /* The same in the second now (time(NULL)): for the unit test. */
 bool principal_deny_collapse_at(struct principal *p, enum egress_reason reason,
     const char *host, int port, const char *frontend, time_t now);
+/*
+ * The flush timer's work at second now: the collapsed denials of a past second are
+ * written (true); those of the current second wait for its end (false: the timer is set
+ * again). True also when nothing waits.
+ */
+bool principal_deny_tick_at(struct principal *p, time_t now);
 
 /* --- conn.c ----------------------------------------------------------------------- */
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -306,12 +307,37 @@ principal_deny_flush(struct principal *p)
 	p->nslots = 0;
 }
 
+bool
+principal_deny_tick_at(struct principal *p, time_t now)
+{
+	if (p->nslots > 0 && p->deny_second == now)
+		return false;   /* this second's: its end writes them, one record each */
+	principal_deny_flush(p);
+	return true;
+}
+
+/*
+ * Set at a second's first collapse, for a second later: it fires in a later second (the
+ * wall clock's second began before the collapse), and writes what that second left; if
+ * the second it fires in has collapsed denials of its own, they wait for its end.
+ */
 static void
 principal_deny_flush_cb(evutil_socket_t fd, short what, void *arg)
 {
+	struct principal *p = arg;
+	struct timeval now, tv = { 0, 0 };
+
 	(void)fd;
 	(void)what;
-	principal_deny_flush(arg);
+	if (principal_deny_tick_at(p, time(NULL)))
+		return;
+	(void)gettimeofday(&now, NULL);
+	tv.tv_usec = 1000000 - now.tv_usec + 1000;      /* just past the second's end */
+	if (tv.tv_usec >= 1000000) {
+		tv.tv_sec = 1;
+		tv.tv_usec -= 1000000;
+	}
+	evtimer_add(p->deny_flush, &tv);
 }
 
 bool

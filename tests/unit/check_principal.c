@@ -314,6 +314,46 @@ START_TEST(test_deny_slot_bound)
 }
 END_TEST
 
+/*
+ * The flush timer is set at a second's first collapse, for a second later: it fires in a
+ * later second, which may have collapsed denials of its own by then. Those wait for their
+ * second's end, so that a second's identical denials are one record (before, the timer
+ * wrote them early and the rest of the second made a second one: two records a second,
+ * where tests/e2e/synthbound.sh counts on one, and failed once that way).
+ */
+START_TEST(test_deny_tick_keeps_this_second)
+{
+	struct principal *p = make_ok("alpha");
+	uint64_t seq;
+
+	for (int i = 0; i <= EGRESSD_DENY_BURST; i++)
+		(void)principal_deny_collapse_at(p, EGRESS_NOT_ALLOWLISTED, "x.example", 443,
+		    "dns", 300);
+	ck_assert_uint_eq(p->nslots, 1);
+	seq = receipt_seq();
+	ck_assert(principal_deny_tick_at(p, 301));       /* a past second's: written */
+	ck_assert_uint_eq(receipt_seq() - seq, 1);
+	ck_assert_uint_eq(p->nslots, 0);
+	for (int i = 0; i <= EGRESSD_DENY_BURST; i++)
+		(void)principal_deny_collapse_at(p, EGRESS_NOT_ALLOWLISTED, "x.example", 443,
+		    "dns", 301);
+	ck_assert_uint_eq(p->nslots, 1);
+	seq = receipt_seq();
+	ck_assert(!principal_deny_tick_at(p, 301));      /* this second's: they wait */
+	ck_assert_uint_eq(receipt_seq(), seq);
+	ck_assert_uint_eq(p->nslots, 1);
+	for (int i = 0; i < 3; i++)
+		ck_assert(principal_deny_collapse_at(p, EGRESS_NOT_ALLOWLISTED, "x.example", 443,
+		    "dns", 301));
+	ck_assert_uint_eq(p->slots[0].count, 4);
+	ck_assert(principal_deny_tick_at(p, 302));       /* its end: one record of 4 */
+	ck_assert_uint_eq(receipt_seq() - seq, 1);
+	ck_assert_uint_eq(p->nslots, 0);
+	ck_assert(principal_deny_tick_at(p, 303));       /* nothing waits */
+	ck_assert_uint_eq(receipt_seq() - seq, 1);
+}
+END_TEST
+
 /* --- a lease's tally ---------------------------------------------------------------- */
 
 /* Not a lease: nothing is kept. */
@@ -434,6 +474,7 @@ principal_suite(void)
 	tcase_add_test(tc, test_deny_burst);
 	tcase_add_loop_test(tc, test_deny_identical, 0, (int)NELEM(deny_rows));
 	tcase_add_test(tc, test_deny_slot_bound);
+	tcase_add_test(tc, test_deny_tick_keeps_this_second);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("tally");
 	tcase_add_checked_fixture(tc, setup, teardown);
