@@ -545,15 +545,15 @@ conn_release_finish(void)
  * from a callback (conn_write_now), or by conn_fast_read, or shut by conn_half_shut; what
  * the open's callback does next, per caller:
  *   conn_start_relay (CONNECT -open-> RELAY, the connect's write event, no guard): the
- *     success answer and a forwarded head are queued, early client bytes moved into the
- *     upstream's output; conn_fast_start moves what the bufferevents had read into the
- *     other side's output and event_add's the fast reads.
+ *     success answer and a forwarded head are queued, early client bytes moved to the
+ *     upstream; conn_fast_start moves what the inputs hold to the other side's sink and
+ *     event_add's the fast reads.
  *   GUARD -open-> GUARD_OPEN: conn_guard_read (a hello passed; the hello is moved into
  *     upstream's output or sink, a guard end goes on to conn_fast_start), conn_up_read
  *     or, through a parent, conn_relay_move (the server's first bytes, moved into the
- *     client's output), conn_guard_stop (the
- *     guard's end on the client's EOF), conn_close (nothing moves, the sockets close).
- *     Here the client's write event may already be active in this turn (its output held
+ *     client's sink), conn_guard_stop (the guard's end on the client's EOF),
+ *     conn_close (nothing moves, the sockets close).
+ *     Here the client's write event may already be active in this turn (its queue held
  *     the success answer) and would carry the server's first bytes out in the open's
  *     turn, and the guard's end on the client's EOF would shut the upstream's write side
  *     in the open's own callback (both seen with strace).

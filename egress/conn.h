@@ -31,7 +31,7 @@
  * callbacks (conn_install): there is no other assignment of c->state. What a tunnel owes
  * is part of its state, not a flag beside it: whether its open receipt is written (GUARD
  * vs GUARD_OPEN; RELAY and FAST always have it) and whether the fast relay's own reads
- * carry the bytes (FAST) or the bufferevents do (RELAY).
+ * carry the bytes (FAST) or connread.c's do (RELAY).
  */
 enum conn_state {
 	CS_SNIFF = 0,                /* the first bytes choose a frontend */
@@ -47,8 +47,8 @@ enum conn_state {
 	                              * receipt yet: nothing has flowed either way */
 	CS_GUARD_OPEN,               /* the guard still inspects; the open receipt is written
 	                              * (a hello passed, or the server spoke first) */
-	CS_RELAY,                    /* open; the bufferevents copy (forwarding, or until the
-	                              * fast relay starts) */
+	CS_RELAY,                    /* open; connread.c's reads copy (forwarding, a TLS
+	                              * parent, or until the fast relay starts) */
 	CS_FAST,                     /* open; the fast relay's own reads copy (fast[]), its
 	                              * sinks write (sink[]): no bufferevent is left */
 	CS_DRAIN,                    /* an error answer is being written, then close */

@@ -368,8 +368,8 @@ conn_relay_write(struct bufferevent *dst, void *arg)
  * and goes straight to the other socket when nothing is queued there. What does not fit
  * waits in the other side's sink, whose bound pauses this side as a bufferevent's did.
  * Every byte moved is counted (conn_account: receipt, byte quota, idle stamp).
- * The bufferevents are gone by then (conn_fast_start): an idle tunnel holds its struct
- * conn, three events and two sinks without queues (bench/README.md has the figures).
+ * No bufferevent is left by then, nor the client's input (conn_fast_start): an idle tunnel
+ * holds its struct conn, three events and two sinks without queues (bench/README.md).
  */
 uint8_t conn_scratch[EGRESSD_RELAY_BUF];
 
@@ -575,12 +575,12 @@ conn_fast_start(struct conn *c)
 {
 	if (c->state != CS_RELAY || c->fe == FE_HTTP_FORWARD)
 		return;
-	/* No read comes between these moves and the transition (which stops the
-	 * bufferevents' reads): nothing is left behind in their inputs. */
+	/* No read comes between these moves and the transition (which stops connread.c's
+	 * reads): nothing is left behind in the inputs. */
 	if (!conn_relay_move(c, true) || !conn_relay_move(c, false))
 		return;
-	/* Through an https:// parent the bufferevents go on copying: TLS is theirs, and the
-	 * fast relay's reads and writes of the fd would bypass it. */
+	/* Through an https:// parent the relay goes on as it is: TLS is the upstream
+	 * bufferevent's, and the fast relay's reads and writes of its fd would bypass it. */
 	if (c->parent_tls)
 		return;
 	conn_transition(c, CE_FAST);
