@@ -624,34 +624,21 @@ conn_account(struct conn *c, bool up, size_t n)
 	return true;
 }
 
-/* The client's input grew: its reader in this state (connread.c calls it). */
+/*
+ * The client's input grew: its reader in this state (connread.c calls it), by what the
+ * state table says of the state: the request's parsers before the tunnel, the SNI guard
+ * while it inspects, the relay's move once it is done. The fast relay reads for itself,
+ * and the drain reads nothing.
+ */
 void
 conn_client_readable(struct conn *c)
 {
-	switch (c->state) {
-	case CS_SNIFF:
-	case CS_HTTP:
-	case CS_SOCKS5:
-	case CS_SOCKS4:
-	case CS_NATIVE:
-	case CS_RESOLVE:
-	case CS_CONNECT:
-	case CS_PARENT:
-		conn_client_read(c);
-		break;
-	case CS_GUARD:
-	case CS_GUARD_OPEN:
+	if (conn_state_guarded(c->state))
 		conn_guard_read(c);
-		break;
-	case CS_RELAY:
+	else if (c->state == CS_RELAY)
 		conn_relay_client_read(c);
-		break;
-	case CS_FAST:
-	case CS_DRAIN:
-	case CS_COUNT:
-	default:
-		break;          /* no reads into the input in these states */
-	}
+	else if (!conn_state_tunnel(c->state) && c->state != CS_DRAIN)
+		conn_client_read(c);
 }
 
 /* The client's read ended (EOF, or an error with errno): per state. */
