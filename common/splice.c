@@ -86,6 +86,38 @@ egress_sink_move(struct egress_sink *s, struct evbuffer *from, size_t n, bool ar
 	return moved;
 }
 
+size_t
+egress_sink_send(struct egress_sink *s, const void *p, size_t len, bool now, bool arm)
+{
+	size_t sent = 0;
+	ssize_t w;
+
+	if (len == 0)
+		return 0;
+	if (now && egress_sink_len(s) == 0 &&
+	    (w = send(s->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT)) > 0)
+		sent = (size_t)w;
+	if (sent < len && egress_sink_queue(s, (const uint8_t *)p + sent, len - sent, arm) == -1)
+		return sent;
+	return len;
+}
+
+size_t
+egress_sink_push(struct egress_sink *s, struct evbuffer *in, size_t n, bool now, bool arm)
+{
+	size_t sent = 0;
+	int w;
+
+	if (n == 0)
+		return 0;
+	if (now && egress_sink_len(s) == 0 &&
+	    (w = evbuffer_write_atmost(in, s->fd, (ev_ssize_t)n)) > 0)
+		sent = (size_t)w;
+	if (sent < n && (w = egress_sink_move(s, in, n - sent, arm)) > 0)
+		sent += (size_t)w;
+	return sent;
+}
+
 enum egress_splice_res
 egress_sink_flush(struct egress_sink *s, size_t bound)
 {

@@ -54,6 +54,17 @@ int egress_sink_take(struct egress_sink *s, struct evbuffer *from, bool arm);
 /* At most n bytes of from, moved behind what waits: how many, or -1 (no memory). */
 int egress_sink_move(struct egress_sink *s, struct evbuffer *from, size_t n, bool arm);
 /*
+ * len bytes at p, or n bytes at the front of in (drained as they go): when `now` and
+ * nothing waits, straight to the socket (one send or writev); what it does not take is
+ * queued (armed when arm), and so are the bytes after a write error other than EAGAIN,
+ * so that the write event meets the error and reports it, as a bufferevent's would (the
+ * sinks' counterparts of egress_splice_send and egress_splice_push). Returns the bytes
+ * handed on: fewer only when no memory was left for the queue.
+ */
+size_t egress_sink_send(struct egress_sink *s, const void *p, size_t len, bool now, bool arm);
+size_t egress_sink_push(struct egress_sink *s, struct evbuffer *in, size_t n, bool now,
+    bool arm);
+/*
  * wr's callback calls this: one write of what waits, up to bound. MOVED (the rest, if any,
  * waits; once nothing does, q and wr are freed), AGAIN, or SEND_ERROR (errno).
  */

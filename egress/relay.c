@@ -161,49 +161,23 @@ conn_forward_take(struct conn *c, struct evbuffer *in, size_t *n, struct proto_e
 }
 
 /*
- * len bytes at p for sink i before the fast relay (the client's, a sink upstream's):
- * straight to its socket when they may leave now (conn_write_now) and nothing waits
- * there, what it does not take queued (armed unless the hold turned its write off:
- * conn_resume arms it). A write error other than EAGAIN queues the bytes too: the sink's
- * write event meets it again and ends the connection (conn_sink_write), as a
- * bufferevent's would. Returns the bytes handed on: fewer than len only when no memory
- * was left for the queue.
+ * len bytes at p, or n bytes at the front of in, for sink i before the fast relay (the
+ * client's, a sink upstream's): straight to its socket when they may leave now
+ * (conn_write_now), else queued, armed unless the hold turned its write off (conn_resume
+ * arms it then); a write error waits in the queue for the write event (conn_sink_write).
  */
 size_t
 conn_sink_send(struct conn *c, int i, const void *p, size_t len)
 {
-	struct egress_sink *s = &c->sink[i];
-	size_t sent = 0;
-	ssize_t w;
-
-	if (len == 0)
-		return 0;
-	if (conn_write_now(c, NULL) && egress_sink_len(s) == 0 &&
-	    (w = send(s->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT)) > 0)
-		sent = (size_t)w;
-	if (sent < len && egress_sink_queue(s, (const uint8_t *)p + sent, len - sent,
-	    !(c->suspended & CONN_SUSP_WRITE(i))) == -1)
-		return sent;
-	return len;
+	return egress_sink_send(&c->sink[i], p, len, conn_write_now(c, NULL),
+	    !(c->suspended & CONN_SUSP_WRITE(i)));
 }
 
-/* The same for n bytes at the front of in, which are drained: the bytes handed on. */
 static size_t
 conn_sink_push(struct conn *c, int i, struct evbuffer *in, size_t n)
 {
-	struct egress_sink *s = &c->sink[i];
-	size_t sent = 0;
-	int w;
-
-	if (n == 0)
-		return 0;
-	if (conn_write_now(c, NULL) && egress_sink_len(s) == 0 &&
-	    (w = evbuffer_write_atmost(in, s->fd, (ev_ssize_t)n)) > 0)
-		sent = (size_t)w;
-	if (sent < n && (w = egress_sink_move(s, in, n - sent,
-	    !(c->suspended & CONN_SUSP_WRITE(i)))) > 0)
-		sent += (size_t)w;
-	return sent;
+	return egress_sink_push(&c->sink[i], in, n, conn_write_now(c, NULL),
+	    !(c->suspended & CONN_SUSP_WRITE(i)));
 }
 
 /*

@@ -318,6 +318,66 @@ START_TEST(test_move)
 }
 END_TEST
 
+/*
+ * egress_sink_send and egress_sink_push (a pointer, an evbuffer's front): straight to the
+ * socket only when `now` and nothing waits; otherwise, or for what the socket does not
+ * take, or after a write error, queued, and armed as asked.
+ */
+static const struct send_row {
+	const char *what;
+	bool now, waiting, full, broken, arm;
+	size_t straight;                        /* bytes the peer reads at once */
+} send_rows[] = {
+	{ "now, nothing waits: straight", true, false, false, false, true, 6 },
+	{ "not now: queued, armed", false, false, false, false, true, 0 },
+	{ "not now, held: queued, not armed", false, false, false, false, false, 0 },
+	{ "now, but bytes wait: behind them", true, true, false, false, true, 0 },
+	{ "now, the socket full: queued", true, false, true, false, true, 0 },
+	{ "now, the peer gone: queued for the write event", true, false, false, true, true, 0 },
+};
+
+static void
+send_case(const struct send_row *r, bool push)
+{
+	struct evbuffer *in = evbuffer_new();
+	size_t queued0, got;
+
+	if (r->waiting)
+		ck_assert_int_eq(egress_sink_queue(&sink, "w", 1, false), 0);
+	if (r->full)
+		fill_dst();
+	if (r->broken)
+		ck_assert_int_eq(shutdown(dst[1], SHUT_RD), 0);
+	queued0 = egress_sink_len(&sink);
+	evbuffer_add(in, "sixbytesmore", 12);
+	got = push ? egress_sink_push(&sink, in, 6, r->now, r->arm) :
+	    egress_sink_send(&sink, "sixbyt", 6, r->now, r->arm);
+	ck_assert_msg(got == 6, "%s: %zu handed on", r->what, got);
+	if (push)
+		ck_assert_uint_eq(evbuffer_get_length(in), 6);  /* only n taken */
+	ck_assert_uint_eq(egress_sink_len(&sink), queued0 + 6 - r->straight);
+	if (r->straight == 0)
+		ck_assert_msg((event_pending(sink.wr, EV_WRITE, NULL) != 0) == r->arm,
+		    "%s: armed %d", r->what, r->arm);
+	else
+		ck_assert_ptr_null(sink.q);             /* nothing waits: nothing made */
+	if (!r->full && !r->broken)
+		ck_assert_uint_eq(drain_peer(), r->straight);
+	evbuffer_free(in);
+}
+
+START_TEST(test_sink_send)
+{
+	send_case(&send_rows[_i], false);
+}
+END_TEST
+
+START_TEST(test_sink_push)
+{
+	send_case(&send_rows[_i], true);
+}
+END_TEST
+
 /* A bounded flush: one write of at most bound, the rest waits. */
 START_TEST(test_flush_bounded)
 {
@@ -378,6 +438,14 @@ splice_suite(void)
 
 		tcase_add_checked_fixture(tc, setup, teardown);
 		tcase_add_test(tc, cases[i].t);
+		suite_add_tcase(s, tc);
+	}
+	{
+		TCase *tc = tcase_create("a sink's send and push, straight or queued");
+
+		tcase_add_checked_fixture(tc, setup, teardown);
+		tcase_add_loop_test(tc, test_sink_send, 0, (int)NELEM(send_rows));
+		tcase_add_loop_test(tc, test_sink_push, 0, (int)NELEM(send_rows));
 		suite_add_tcase(s, tc);
 	}
 	return s;
