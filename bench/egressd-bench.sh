@@ -575,6 +575,40 @@ for n in direct egressd haproxy; do
 	    -r "$ROUNDS" -c 8 -T "$(cap 60)")
 done
 
+# --- issue 17's bulk in turn: egressd, the chain, haproxy and the floor ------------------
+# BENCH_AB rounds (7), each one tunnel pinned to one CPU (BULK, one round; egressd, the
+# sandbox chain, haproxy, the plain floor) and then 8 tunnels at once unpinned (BULK8 each;
+# egressd, haproxy, the floor), and the median of the rounds' ratios: haproxy's own 8-tunnel
+# rate moved from 1 410 to 1 616 MiB/s between two rounds a few seconds apart. The floor's
+# relay (bench/floorproxy.c) is what a single-threaded copying relay costs: reads of 64 KiB
+# until the socket is dry, each sent at once, what a full socket does not take held until
+# EPOLLOUT, no bound, account, event library or timer. Where it is behind a target, so is
+# every egressd.
+B17_ONE=() B17_CHAIN=() B17_FONE=() B17_EIGHT=() B17_FEIGHT=()
+if [ "$PIN" = 1 ] && [ -n "${PATHOF[floor-plain]:-}" ] && [ -n "${PIDOF[haproxy]:-}" ] &&
+    [ "$(left)" -ge 60 ]; then
+	declare -A B1 B8
+	for _ in $(seq 1 "${BENCH_AB:-7}"); do
+		for n in egressd egress-chain haproxy floor-plain; do
+			[ -n "${PATHOF[$n]:-}" ] || continue
+			pin 0 "${PIDOF[$n]}"
+			WRAP=(taskset -c 0)
+			B1[$n]=$(measure best_mibps bulk -p "${PATHOF[$n]}" -t "$TARGET" -n "$BULK" \
+			    -r 1 -T "$(cap 60)")
+			pin "$ALLCPUS" "${PIDOF[$n]}"
+			WRAP=()
+			[ "$n" = egress-chain ] && continue
+			B8[$n]=$(measure best_mibps bulk -p "${PATHOF[$n]}" -t "$TARGET" -n "$BULK8" \
+			    -r 1 -c 8 -T "$(cap 60)")
+		done
+		B17_ONE+=("$(ratio "${B1[egressd]}" "${B1[haproxy]}")")
+		B17_CHAIN+=("$(ratio "${B1[egress-chain]:-}" "${B1[haproxy]}")")
+		B17_FONE+=("$(ratio "${B1[floor-plain]}" "${B1[haproxy]}")")
+		B17_EIGHT+=("$(ratio "${B8[egressd]}" "${B8[haproxy]}")")
+		B17_FEIGHT+=("$(ratio "${B8[floor-plain]}" "${B8[haproxy]}")")
+	done
+fi
+
 # --- privilege separation, the two builds in turn (issue 13) -----------------------------
 # One measurement of each, minutes apart, is at the mercy of the VM's drift (the base's own
 # sequential rate moved from 6 688 to 11 783 /s between runs of one day): BENCH_AB rounds
@@ -655,8 +689,6 @@ if [ "$(left)" -ge 30 ] && [ -r "$HELLO" ]; then
 			SC_BATCHES=$(awk -v n="$SC_N" '$NF == "sendmsg" { printf "%.2f", $4 / n }' \
 			    "$T/sc.$ENGINE_PID" 2>/dev/null)
 		fi
-		# The floor relays small payloads only (it is a reference for setups).
-		[ "$n" = floor-guard ] && continue
 		c=$(count_calls "${PIDOF[$n]}" bulk -p "${PATHOF[$n]}" -t "$TARGET" -n "$SC_BYTES" \
 		    -r 1 -T "$(cap 60)")
 		SC_MIB[$n]=$(awk -v c="$c" -v b="$(bytes_of "$SC_BYTES")" \
@@ -765,9 +797,9 @@ printf '  context switches per guarded setup: engine %s, monitor %s; haproxy %s\
     "${G_ENGX:--}" "${G_MONX:--}" "${G_HAX:--}"
 printf '  bulk through 8 tunnels at once (%s each, unpinned): direct %s, egressd %s, haproxy %s MiB/s\n' \
     "$BULK8" "${BULK8_R[direct]:--}" "${BULK8_R[egressd]:--}" "${BULK8_R[haproxy]:--}"
-printf '  system calls per setup: egressd %s, haproxy %s;  per MiB of bulk: egressd %s, haproxy %s\n' \
+printf '  system calls per setup: egressd %s, haproxy %s;  per MiB of bulk: egressd %s, haproxy %s, floor %s\n' \
     "${SC_SETUP[egressd]:--}" "${SC_SETUP[haproxy]:--}" "${SC_MIB[egressd]:--}" \
-    "${SC_MIB[haproxy]:--}"
+    "${SC_MIB[haproxy]:--}" "${SC_MIB[floor-guard]:--}"
 printf '  receipt batches per guarded setup, counted with them: %s (1.00: every close went with the next open)\n' \
     "${SC_BATCHES:--}"
 if [ -n "${FLOOR_PAR[guard]:-}" ]; then
@@ -833,8 +865,30 @@ else
 	    "$(ratio "${SETUP_R[egressd]}" "${SETUP_R[haproxy]}")" le 1.00
 fi
 bench_target "17 system calls per setup (egressd)" "${SC_SETUP[egressd]:-}" le 30
-bench_target "17 bulk egressd/haproxy ($ONE)" "$r_bulk" ge 1.30
-bench_target "17 chain relay+egressd/haproxy ($ONE)" "$r_cb" ge 1.00
-bench_target "17 bulk 8 tunnels egressd/haproxy" \
-    "$(ratio "${BULK8_R[egressd]:-}" "${BULK8_R[haproxy]:-}")" ge 1.20
+if [ "${#B17_ONE[@]}" -gt 0 ]; then
+	# In turn (bulk: one tunnel on one CPU, 8 unpinned): the targets judge the medians.
+	echo "  bulk in turn, ${#B17_ONE[@]} rounds, one tunnel ($BULK, $ONE):" \
+	    "egressd/haproxy ${B17_ONE[*]}"
+	echo "    chain/haproxy ${B17_CHAIN[*]}; floor/haproxy ${B17_FONE[*]}"
+	echo "    8 tunnels ($BULK8 each, unpinned): egressd/haproxy ${B17_EIGHT[*]};" \
+	    "floor/haproxy ${B17_FEIGHT[*]}"
+	bench_row "what is out of reach" "17 floor/haproxy bulk ($ONE), median" \
+	    "$(median "${B17_FONE[@]}")"
+	bench_row "what is out of reach" "17 floor/haproxy bulk 8 tunnels, median" \
+	    "$(median "${B17_FEIGHT[@]}")"
+	bench_row "one measurement each" "17 bulk egressd/haproxy ($ONE)" "$r_bulk"
+	bench_row "one measurement each" "17 chain relay+egressd/haproxy ($ONE)" "$r_cb"
+	bench_row "one measurement each" "17 bulk 8 tunnels egressd/haproxy" \
+	    "$(ratio "${BULK8_R[egressd]:-}" "${BULK8_R[haproxy]:-}")"
+	bench_target "17 bulk egressd/haproxy ($ONE), median" "$(median "${B17_ONE[@]}")" ge 1.30
+	bench_target "17 chain relay+egressd/haproxy ($ONE), median" \
+	    "$(median "${B17_CHAIN[@]}")" ge 1.00
+	bench_target "17 bulk 8 tunnels egressd/haproxy, median" \
+	    "$(median "${B17_EIGHT[@]}")" ge 1.20
+else
+	bench_target "17 bulk egressd/haproxy ($ONE)" "$r_bulk" ge 1.30
+	bench_target "17 chain relay+egressd/haproxy ($ONE)" "$r_cb" ge 1.00
+	bench_target "17 bulk 8 tunnels egressd/haproxy" \
+	    "$(ratio "${BULK8_R[egressd]:-}" "${BULK8_R[haproxy]:-}")" ge 1.20
+fi
 bench_target "17 idle egressd bytes per tunnel" "${IDLE_R[egressd]}" le 3072

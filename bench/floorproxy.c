@@ -25,9 +25,11 @@
  * -t), the monitor's checking of what the engine sends, log lines and limits. Its sockets are edge-triggered, so no
  * epoll_ctl is spent but one ADD per socket, and a close removes it; a peer's FIN seen
  * with its last bytes (EPOLLRDHUP) ends the side without reading the 0. The writer
- * blocks in recv(2) on its channel, as it serves nothing else. A short write fails the
- * run (the benchmark's payloads are a few hundred bytes): the reference is for setups,
- * not bulk.
+ * blocks in recv(2) on its channel, as it serves nothing else. It is also the floor of
+ * bulk (issue 17's 8 tunnels at once): in the relay, what a socket does not take waits in a
+ * buffer of that side, made then, with EPOLLOUT added to the side's registration (one
+ * epoll_ctl) until it is written, and the source is not read meanwhile; a setup's
+ * payloads are a few hundred bytes and never take that path.
  *
  * usage: floorproxy [-n] [-k KEYFILE] [-e POLICY] -l SOCKET -t IPV4:PORT -r FILE
  *   -n  no guard: the open is written when the upstream connects, the "200" after it
@@ -84,7 +86,13 @@ struct fp_side {
 	struct fp_conn *c;
 	int fd;
 	bool eof;                       /* the peer's FIN was read or seen */
-	bool ready;                     /* an edge came while the tunnel was held */
+	bool ready;                     /* an edge came while the tunnel was held, or its
+	                                 * reads paused while the other side was full */
+	bool out;                       /* EPOLLOUT is in its registration (pend waits) */
+	bool shut;                      /* its write side is shut */
+	uint8_t *pend;                  /* bulk: bytes for this side's socket that it did not
+	                                 * take yet (FP_BUF; made on the first short write) */
+	size_t plen, poff;
 };
 
 struct fp_conn {
@@ -92,7 +100,9 @@ struct fp_conn {
 	enum fp_state state;
 	uint64_t wait;                  /* the batch whose acknowledgement releases it */
 	uint64_t id;
-	struct fp_conn *next;           /* held, in the order of their records */
+	struct fp_conn *next;           /* held, in the order of their records; or closed,
+	                                 * freed at the turn's end (fp_dead) */
+	bool closed;                    /* events of this turn that still name it are skipped */
 	size_t hlen;
 	char head[FP_HEAD_MAX];
 #ifdef FLOOR_EGRESS
@@ -114,6 +124,7 @@ static size_t fp_blen = 1;              /* byte 0: 1 when the batch wants an ans
 static uint64_t fp_sent, fp_acked, fp_ids;
 static struct fp_conn *fp_held, **fp_held_tail = &fp_held;
 static unsigned fp_nconns, fp_nheld;
+static struct fp_conn *fp_dead;         /* closed in this turn: freed at its end */
 static uint8_t fp_buf[FP_BUF];
 
 static void __attribute__((noreturn, format(printf, 1, 2)))
@@ -130,12 +141,18 @@ fp_die(const char *fmt, ...)
 }
 
 static void
-fp_add(struct fp_side *s, uint32_t ev)
+fp_ctl(struct fp_side *s, int op, uint32_t ev)
 {
 	struct epoll_event e = { .events = ev, .data.ptr = s };
 
-	if (epoll_ctl(fp_ep, EPOLL_CTL_ADD, s->fd, &e) == -1)
+	if (epoll_ctl(fp_ep, op, s->fd, &e) == -1)
 		fp_die("epoll_ctl: %s", strerror(errno));
+}
+
+static void
+fp_add(struct fp_side *s, uint32_t ev)
+{
+	fp_ctl(s, EPOLL_CTL_ADD, ev);
 }
 
 /* A record like egressd's (its size and members), into the turn's batch. */
@@ -175,7 +192,9 @@ fp_close(struct fp_conn *c)
 	fp_record(c, "close", false);
 	close(c->s[0].fd);              /* a close takes the socket out of the epoll set */
 	close(c->s[1].fd);
-	free(c);
+	c->closed = true;               /* one epoll_wait can name both sides */
+	c->next = fp_dead;
+	fp_dead = c;
 	fp_nconns--;
 }
 
@@ -191,7 +210,7 @@ fp_hold(struct fp_conn *c)
 	fp_nheld++;
 }
 
-static bool fp_side_read(struct fp_side *s, uint32_t ev);
+static bool fp_side_read(struct fp_side *s, uint32_t ev, bool drain);
 #ifdef FLOOR_EGRESS
 static bool fp_request_ok(struct fp_conn *c);
 static bool fp_hello_ok(struct fp_conn *c);
@@ -211,7 +230,7 @@ fp_release(struct fp_conn *c)
 	for (int i = 0; i < 2; i++)
 		if (c->s[i].ready) {
 			c->s[i].ready = false;
-			if (!fp_side_read(&c->s[i], EPOLLIN))
+			if (!fp_side_read(&c->s[i], EPOLLIN, false))
 				return;         /* the tunnel ended */
 		}
 }
@@ -350,17 +369,100 @@ fp_load_policy(const char *path)
 }
 #endif
 
-/* A side's edge: reads until drained. False when the tunnel ended (c is freed). */
+/*
+ * The relay's write of n bytes into side o: what its socket does not take waits in o->pend,
+ * and o's registration gets EPOLLOUT. False when the bytes wait (the source pauses).
+ */
 static bool
-fp_side_read(struct fp_side *s, uint32_t ev)
+fp_relay_send(struct fp_side *o, const uint8_t *p, size_t n)
+{
+	ssize_t w = send(o->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+	if (w < 0)
+		w = 0;                  /* EAGAIN; an error meets the EPOLLOUT event's send */
+	if ((size_t)w == n)
+		return true;
+	if (o->pend == NULL && (o->pend = malloc(FP_BUF)) == NULL)
+		fp_die("out of memory");
+	memcpy(o->pend, p + w, n - (size_t)w);
+	o->plen = n - (size_t)w;
+	o->poff = 0;
+	fp_ctl(o, EPOLL_CTL_MOD, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET);
+	o->out = true;
+	return false;
+}
+
+/*
+ * Side s reached its EOF: once its bytes left (nothing waits in o), the other side's write
+ * half is shut, and the tunnel ends when both directions are done. False when it ended.
+ */
+static bool
+fp_side_finish(struct fp_conn *c, struct fp_side *s)
+{
+	struct fp_side *o = s == &c->s[0] ? &c->s[1] : &c->s[0];
+
+	if (c->state != FP_RELAY) {
+		fp_close(c);
+		return false;
+	}
+	if (o->plen > 0 || o->shut)
+		return true;            /* the shut waits for o's bytes (fp_side_out) */
+	if (o->eof && s->plen == 0) {
+		fp_close(c);
+		return false;
+	}
+	shutdown(o->fd, SHUT_WR);
+	o->shut = true;
+	return true;
+}
+
+/* EPOLLOUT on o: what waits goes; once nothing does, the paused source reads again. */
+static bool
+fp_side_out(struct fp_side *o)
+{
+	struct fp_conn *c = o->c;
+	struct fp_side *s = o == &c->s[0] ? &c->s[1] : &c->s[0];
+	ssize_t w;
+
+	if (o->plen == 0)
+		return true;
+	w = send(o->fd, o->pend + o->poff, o->plen, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return true;
+	if (w < 0) {
+		fp_close(c);            /* the peer is gone: the tunnel ends */
+		return false;
+	}
+	o->poff += (size_t)w;
+	o->plen -= (size_t)w;
+	if (o->plen > 0)
+		return true;
+	fp_ctl(o, EPOLL_CTL_MOD, EPOLLIN | EPOLLRDHUP | EPOLLET);
+	o->out = false;
+	if (s->eof)
+		return fp_side_finish(c, s);
+	if (s->ready) {
+		s->ready = false;
+		return fp_side_read(s, EPOLLIN, true);
+	}
+	return true;
+}
+
+/*
+ * A side's edge: reads until drained (drain: until EAGAIN or the EOF, for reads that
+ * paused while the other side was full). False when the tunnel ended (c is freed).
+ */
+static bool
+fp_side_read(struct fp_side *s, uint32_t ev, bool drain)
 {
 	struct fp_conn *c = s->c;
 	int me = s == &c->s[0] ? 0 : 1;
 	struct fp_side *o = &c->s[1 - me];
 	ssize_t n;
 
-	if (c->state == FP_HELD) {
-		s->ready = true;        /* no byte moves before the acknowledgement */
+	if (c->state == FP_HELD || o->plen > 0) {
+		s->ready = true;        /* no byte moves before the acknowledgement, nor
+		                         * while the other side has bytes waiting */
 		return true;
 	}
 	for (;;) {
@@ -402,8 +504,11 @@ fp_side_read(struct fp_side *s, uint32_t ev)
 				s->ready = true;        /* the EOF, after the release */
 			return true;
 		}
-		fp_send_all(o->fd, fp_buf, (size_t)n);
-		if ((size_t)n < sizeof(fp_buf)) {
+		if (!fp_relay_send(o, fp_buf, (size_t)n)) {
+			s->ready = true;        /* o is full: read on once it drained */
+			return true;
+		}
+		if ((size_t)n < sizeof(fp_buf) && !drain) {
 			if (!(ev & (EPOLLRDHUP | EPOLLHUP)))
 				return true;    /* drained; the next edge says more */
 			s->eof = true;          /* the FIN came with these bytes */
@@ -411,12 +516,7 @@ fp_side_read(struct fp_side *s, uint32_t ev)
 		}
 	}
 	/* This side's EOF: the other's write side shuts, and the tunnel ends with both. */
-	if (c->state != FP_RELAY || o->eof) {
-		fp_close(c);
-		return false;
-	}
-	shutdown(o->fd, SHUT_WR);
-	return true;
+	return fp_side_finish(c, s);
 }
 
 static void
@@ -439,7 +539,7 @@ fp_accept(void)
 	fp_nconns++;
 	/* The request is usually there already (as egressd, read it at once); the socket
 	 * is added once, after the first read, so its edge is not one already read. */
-	if (fp_side_read(&c->s[0], 0))
+	if (fp_side_read(&c->s[0], 0, false))
 		fp_add(&c->s[0], EPOLLIN | EPOLLRDHUP | EPOLLET);
 }
 
@@ -462,6 +562,15 @@ static void
 fp_turn_end(void)
 {
 	bool wait = fp_batch[0] != 0;
+
+	while (fp_dead != NULL) {
+		struct fp_conn *c = fp_dead;
+
+		fp_dead = c->next;
+		free(c->s[0].pend);
+		free(c->s[1].pend);
+		free(c);
+	}
 
 	if (fp_blen > 1) {
 		if (send(fp_chan, fp_batch, fp_blen, MSG_NOSIGNAL) != (ssize_t)fp_blen)
@@ -503,10 +612,15 @@ fp_engine(void)
 
 			if (s == &fp_lside)
 				fp_accept();
+			else if (s != &fp_cside && s->c->closed)
+				continue;       /* closed earlier in this turn */
 			else if (s == &fp_cside)
 				fp_chan_read(false);
-			else
-				(void)fp_side_read(s, ev[i].events);
+			else if (s->out && (ev[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) &&
+			    !fp_side_out(s))
+				continue;       /* the tunnel ended */
+			else if (ev[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+				(void)fp_side_read(s, ev[i].events, false);
 		}
 		fp_turn_end();
 	}
