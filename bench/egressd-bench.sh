@@ -448,12 +448,14 @@ fi
 # guarded one plus the rest of the SPEC's work done with egressd's own code (the head
 # parsed, a decision of the 100-rule policy, the ClientHello scanned and its SNI matched,
 # the engine under seccomp, each record chained and MACed with the receipt key): what
-# egressd costs beyond it is its event framework, not what the SPEC makes it do.
+# egressd costs beyond it is its event framework, not what the SPEC makes it do. A fourth,
+# "egress-norec", is the egress floor without any record (-W: no open, no wait for the
+# writer, no close): what the receipts cost is the difference between the two.
 declare -A FLOOR_SEQ FLOOR_PAR
 FP=$B/bench/floorproxy
 FMODES="plain guard"
 if [ -x "$FP" ] && [ -n "$KEYLINE" ]; then
-	FMODES="plain guard egress"
+	FMODES="plain guard egress egress-norec"
 elif [ ! -x "$FP" ]; then
 	FP=$T/floorproxy
 	${CC:-cc} -O2 -o "$FP" "$SRC/floorproxy.c" -lcrypto 2>"$T/floorproxy.cc" || FP=
@@ -463,6 +465,7 @@ if [ -n "$FP" ] && [ -n "${PATHOF[haproxy]:-}" ] && [ -r "$HELLO" ]; then
 		fopt=()
 		[ "$mode" = plain ] && fopt=(-n)       # no guard: the open before the "200"
 		[ "$mode" = egress ] && fopt=(-k "$T/receipt.key" -e "$T/sni-match.policy")
+		[ "$mode" = egress-norec ] && fopt=(-W -e "$T/sni-match.policy")
 		"$FP" "${fopt[@]}" -l "$T/floor-$mode.sock" -t "$TARGET" \
 		    -r "$T/floor-$mode.jsonl" 2>"$T/floor-$mode.err" &
 		PIDS+=($!)
@@ -477,7 +480,7 @@ if [ -n "$FP" ] && [ -n "${PATHOF[haproxy]:-}" ] && [ -r "$HELLO" ]; then
 		PATHOF[floor-$mode]=unix-http:$T/floor-$mode.sock
 		fargs=(-t "$TARGET")
 		[ "$mode" != plain ] && fargs=(-t "$HELLO_NAME:$UP" -P "$HELLO")
-		if [ "$mode" = egress ]; then
+		if [ "$mode" = egress ] || [ "$mode" = egress-norec ]; then
 			# It takes only a ClientHello after the "200", which a readiness probe lacks.
 			bench_wait_socket "$T/floor-$mode.sock" || continue
 		else
@@ -523,12 +526,13 @@ runtime_ns() {
 	echo "$v"
 }
 T17_SEQ=() T17_CPU=() T17_FSEQ=() T17_FCPU=() T17_EF=() T17_PAR=() T17_FPAR=()
-T17_EM=() T17_FM=()
+T17_EM=() T17_FM=() T17_WSEQ=() T17_WCPU=() T17_W=()
 if [ "$PIN" = 1 ] && [ -n "${PATHOF[floor-egress]:-}" ] && [ -n "${PIDOF[haproxy]:-}" ] &&
     [ -n "${ENGINE_PID:-}" ]; then
 	declare -A R17 C17 P17 M17
 	for _ in $(seq 1 "${BENCH_AB:-7}"); do
-		for n in egressd haproxy floor-egress; do
+		for n in egressd haproxy floor-egress floor-egress-norec; do
+			[ -n "${PATHOF[$n]:-}" ] || continue
 			case $n in
 			egressd) tp=unix-http:$T/run/sni-match.sock targ=(-t "$HELLO_NAME:$UP") ;;
 			haproxy) tp=${PATHOF[haproxy]} targ=(-t "$TARGET") ;;
@@ -563,6 +567,11 @@ if [ "$PIN" = 1 ] && [ -n "${PATHOF[floor-egress]:-}" ] && [ -n "${PIDOF[haproxy
 		    'BEGIN { printf "%.1f/%.1f", c - m, m }')")
 		T17_FM+=("$(awk -v c="${C17[floor-egress]}" -v m="${M17[floor-egress]}" \
 		    'BEGIN { printf "%.1f/%.1f", c - m, m }')")
+		if [ -n "${PATHOF[floor-egress-norec]:-}" ]; then
+			T17_W+=("${C17[floor-egress-norec]}")
+			T17_WSEQ+=("$(ratio "${R17[floor-egress-norec]}" "${R17[haproxy]}")")
+			T17_WCPU+=("$(ratio "${C17[floor-egress-norec]}" "${C17[haproxy]}")")
+		fi
 	done
 fi
 
@@ -838,6 +847,15 @@ if [ "${#T17_SEQ[@]}" -gt 0 ]; then
 	    "egress floor relay/writer: ${T17_FM[*]}"
 	echo "    setups $CONC-way (unpinned) egressd/haproxy: ${T17_PAR[*]};" \
 	    "egress floor/haproxy: ${T17_FPAR[*]}"
+	if [ "${#T17_W[@]}" -gt 0 ]; then
+		# The egress floor without records: the rest of the SPEC's work, without receipts.
+		echo "    egress floor without records: CPU us per setup ${T17_W[*]};" \
+		    "setups seq /haproxy ${T17_WSEQ[*]}; CPU /haproxy ${T17_WCPU[*]}"
+		bench_row "the receipts' share" "17 floor without records/haproxy CPU, median" \
+		    "$(median "${T17_WCPU[@]}")"
+		bench_row "the receipts' share" "17 floor without records/haproxy seq, median" \
+		    "$(median "${T17_WSEQ[@]}")"
+	fi
 	bench_row "what is out of reach" "17 egress floor/haproxy setups seq, median" \
 	    "$(median "${T17_FSEQ[@]}")"
 	bench_row "what is out of reach" "17 egress floor/haproxy setups $CONC-way, median" \

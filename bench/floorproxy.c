@@ -31,8 +31,10 @@
  * epoll_ctl) until it is written, and the source is not read meanwhile; a setup's
  * payloads are a few hundred bytes and never take that path.
  *
- * usage: floorproxy [-n] [-k KEYFILE] [-e POLICY] -l SOCKET -t IPV4:PORT -r FILE
+ * usage: floorproxy [-n] [-W] [-k KEYFILE] [-e POLICY] -l SOCKET -t IPV4:PORT -r FILE
  *   -n  no guard: the open is written when the upstream connects, the "200" after it
+ *   -W  no records: neither the open (nor its wait for the writer) nor the close; what the
+ *       rest of the tunnel costs, against which the receipts' share is measured
  *   -k  chain and MAC the records with the key in KEYFILE (egress-policy keygen's)
  *   -e  egressd's parsing, a policy decision (POLICY), sni match and seccomp (see above)
  * It runs until killed (SIGTERM). The writer is the parent; the relaying child's pid is
@@ -111,6 +113,7 @@ struct fp_conn {
 };
 
 static bool fp_guard = true;
+static bool fp_records = true;          /* -W: false */
 #ifdef FLOOR_EGRESS
 static struct policy *fp_policy;        /* -e */
 static struct http_request fp_req;
@@ -189,7 +192,8 @@ fp_send_all(int fd, const void *p, size_t n)
 static void
 fp_close(struct fp_conn *c)
 {
-	fp_record(c, "close", false);
+	if (fp_records)
+		fp_record(c, "close", false);
 	close(c->s[0].fd);              /* a close takes the socket out of the epoll set */
 	close(c->s[1].fd);
 	c->closed = true;               /* one epoll_wait can name both sides */
@@ -198,9 +202,16 @@ fp_close(struct fp_conn *c)
 	fp_nconns--;
 }
 
+static void fp_release(struct fp_conn *c);
+
+/* The open, and the tunnel held until the writer acknowledged it (-W: released now). */
 static void
 fp_hold(struct fp_conn *c)
 {
+	if (!fp_records) {
+		fp_release(c);
+		return;
+	}
 	fp_record(c, "open", true);
 	c->state = FP_HELD;
 	c->wait = fp_sent + 1;          /* the batch this turn sends */
@@ -500,9 +511,14 @@ fp_side_read(struct fp_side *s, uint32_t ev, bool drain)
 				break;
 #endif
 			fp_hold(c);
-			if (ev & (EPOLLRDHUP | EPOLLHUP))
+			if (!(ev & (EPOLLRDHUP | EPOLLHUP)))
+				return true;
+			if (c->state == FP_HELD) {
 				s->ready = true;        /* the EOF, after the release */
-			return true;
+				return true;
+			}
+			s->eof = true;                  /* -W: released already */
+			break;
 		}
 		if (!fp_relay_send(o, fp_buf, (size_t)n)) {
 			s->ready = true;        /* o is full: read on once it drained */
@@ -731,9 +747,10 @@ main(int argc, char **argv)
 	char host[64];
 	unsigned port;
 
-	while ((o = getopt(argc, argv, "ne:k:l:t:r:")) != -1) {
+	while ((o = getopt(argc, argv, "nWe:k:l:t:r:")) != -1) {
 		switch (o) {
 		case 'n': fp_guard = false; break;
+		case 'W': fp_records = false; break;
 		case 'k': key = optarg; break;
 		case 'e': pol = optarg; break;
 		case 'l': path = optarg; break;
@@ -743,7 +760,7 @@ main(int argc, char **argv)
 		}
 	}
 	if (path == NULL || target == NULL || rec == NULL || optind != argc) {
-		fprintf(stderr, "usage: floorproxy [-n] [-k KEYFILE] [-e POLICY] -l SOCKET "
+		fprintf(stderr, "usage: floorproxy [-n] [-W] [-k KEYFILE] [-e POLICY] -l SOCKET "
 		    "-t IPV4:PORT -r FILE\n");
 		return 2;
 	}
