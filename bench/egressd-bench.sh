@@ -26,8 +26,11 @@
 # Issue 17's setup-rate and CPU targets are judged on medians: egressd (sni match),
 # haproxy and the egress floor (bench/floorproxy.c -k -e, the SPEC's work with egressd's
 # own code; only make's floorproxy has -e) measured in turn, BENCH_AB rounds, each one
-# sequential pinned (CPU from /proc/PID/task/*/schedstat) and then CONC-way unpinned.
-# Without pinning or that floor, on one measurement each.
+# sequential pinned (CPU from /proc/PID/task/*/schedstat) and then CONC-way unpinned; the
+# same floor without records (-W) runs in those rounds too, to show what the receipts
+# cost. Its bulk targets likewise: one tunnel pinned (egressd, the sandbox chain, haproxy,
+# the plain floor) and 8 tunnels unpinned (egressd, haproxy, the floor), BENCH_AB rounds
+# in turn. Without pinning or those floors, on one measurement each.
 #
 # usage: bench/egressd-bench.sh [BUILD_DIR]
 #   BUILD_DIR (or $EGRESS_BUILD, default the current directory) holds egressd,
