@@ -230,22 +230,6 @@ egress_splice_push(struct evbuffer *in, struct bufferevent *dst, size_t n, bool 
 	return sent + (moved > 0 ? (size_t)moved : 0);
 }
 
-size_t
-egress_splice_send(const void *p, size_t len, struct bufferevent *dst, bool now)
-{
-	ssize_t w = 0;
-
-	if (now && len > 0 && evbuffer_get_length(bufferevent_get_output(dst)) == 0) {
-		w = send(bufferevent_getfd(dst), p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (w < 0)
-			w = 0;
-	}
-	if ((size_t)w < len && evbuffer_add(bufferevent_get_output(dst),
-	    (const uint8_t *)p + w, len - (size_t)w) == -1)
-		return (size_t)w;
-	return len;
-}
-
 bool
 egress_splice_shut(bool src_eof, bool *dst_shut, struct egress_sink *dst)
 {

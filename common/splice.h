@@ -58,7 +58,7 @@ int egress_sink_move(struct egress_sink *s, struct evbuffer *from, size_t n, boo
  * nothing waits, straight to the socket (one send or writev); what it does not take is
  * queued (armed when arm), and so are the bytes after a write error other than EAGAIN,
  * so that the write event meets the error and reports it, as a bufferevent's would (the
- * sinks' counterparts of egress_splice_send and egress_splice_push). Returns the bytes
+ * sinks' counterparts of egress_splice_push). Returns the bytes
  * handed on: fewer only when no memory was left for the queue.
  */
 size_t egress_sink_send(struct egress_sink *s, const void *p, size_t len, bool now, bool arm);
@@ -93,16 +93,15 @@ void egress_sink_free(struct egress_sink *s);
 enum egress_splice_res egress_splice_read(int fd, struct event *rd, struct egress_sink *dst,
     uint8_t *scratch, size_t bound, size_t *n);
 /*
- * Up to n bytes of in, or len bytes at p, for dst (egressd's bufferevents, before its fast
- * relay): when `now` and nothing is queued in dst's output, straight to dst's socket (one
- * writev or send; a bufferevent's own write costs an epoll_ctl to watch for writability, a
+ * Up to n bytes of in for dst (egressd's upstream bufferevent, a parent's or a forwarded
+ * request's): when `now` and nothing is queued in dst's output, straight to dst's socket
+ * (one writev; a bufferevent's own write costs an epoll_ctl to watch for writability, a
  * poll and an epoll_ctl to stop watching), what the socket does not take queued in dst's
  * output, where a write error also waits for dst's bufferevent to meet it again and report
  * it. Returns the bytes handed on (written or queued). The caller says when bytes may leave
  * now (egressd: no receipt of the turn waiting for the monitor).
  */
 size_t egress_splice_push(struct evbuffer *in, struct bufferevent *dst, size_t n, bool now);
-size_t egress_splice_send(const void *p, size_t len, struct bufferevent *dst, bool now);
 /*
  * Half-close: once src_eof and nothing waits in dst, shuts dst's write side (once:
  * *dst_shut). Returns *dst_shut.
